@@ -1,0 +1,63 @@
+// idem/context.hpp — everything one guarded call tells the engine and the store.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <idem/identity.hpp>
+
+namespace idem {
+
+using namespace std::chrono_literals;
+
+// How the record is completed after the action returns.
+enum class completion_mode {
+  // Written on its own. Under an active transaction it waits for the commit, and a rollback
+  // frees the key.
+  autonomous,
+  // Written inside the caller's active transaction, on the caller's connection: the record and
+  // the business writes commit together. Needs a store that supports it and an active
+  // transaction; otherwise the call fails before anything is acquired.
+  join_transaction,
+};
+
+// Parses "autonomous" / "join-transaction" (case-insensitive, '-' and '_' interchangeable).
+// Returns nullopt for anything else.
+std::optional<completion_mode> parse_completion_mode(std::string_view text) noexcept;
+std::string_view to_string(completion_mode mode) noexcept;
+
+// Limits every context is checked against.
+inline constexpr std::chrono::milliseconds min_ttl{1};
+inline constexpr std::chrono::milliseconds min_lease{2};  // the heartbeat runs at lease/2
+inline constexpr std::size_t min_fingerprint_length = 16;
+
+// idem::context
+//
+// One guarded call: the record's identity, how long its result is replayable (ttl), how long one
+// acquisition is protected (lease), how long a duplicate blocks (wait; zero = look once), the
+// completion mode and an optional request fingerprint (hex, at least 16 characters). An aggregate:
+// build it with designated initializers and call validate() before handing it to a store.
+struct context {
+  identity id;
+  std::chrono::milliseconds ttl = 24h;
+  std::chrono::milliseconds lease = 30s;
+  std::chrono::milliseconds wait = 10s;
+  completion_mode completion = completion_mode::autonomous;
+  std::optional<std::string> fingerprint{};
+
+  // Throws configuration_error naming the field, the value and the rule when ttl < 1 ms,
+  // lease < 2 ms, wait < 0, or the fingerprint is empty, shorter than 16 or not hex.
+  void validate() const;
+};
+
+// Per-function settings; an unset member takes the engine's configured default.
+struct call_options {
+  std::optional<std::chrono::milliseconds> ttl{};
+  std::optional<std::chrono::milliseconds> lease{};
+  std::optional<std::chrono::milliseconds> wait{};
+  std::optional<completion_mode> completion{};
+};
+
+}  // namespace idem

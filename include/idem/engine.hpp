@@ -1,0 +1,134 @@
+// idem/engine.hpp — runs an action at most once per (scope, key) and replays its result.
+//
+//   idem::memory_store store;
+//   idem::engine engine{store};
+//   auto ctx = engine.make_context("OrderListener.on", event.id);
+//   idem::outcome<void> o = engine.execute(ctx, [&] { handle(event); });
+//
+// The engine claims the record in the store (a duplicate waits inside the store), runs the
+// action, keeps the lease alive with a heartbeat every lease/2 on one scheduler thread per engine,
+// and records the result for replay. An action that throws releases the record and its exception
+// propagates unchanged.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <idem/codec.hpp>
+#include <idem/config.hpp>
+#include <idem/context.hpp>
+#include <idem/detail/function_ref.hpp>
+#include <idem/errors.hpp>
+#include <idem/listener.hpp>
+#include <idem/log.hpp>
+#include <idem/outcome.hpp>
+#include <idem/store.hpp>
+
+namespace idem {
+
+// Decides what a call through idem::invoke (or a generated wrapper) answers when the record is
+// held by another caller beyond its wait. The default throws in_flight_error carrying the
+// holder's remaining lease. A mapper may throw something else; if it returns, a void function
+// returns without running and a value-returning function throws in_flight_error.
+using outcome_mapper = std::function<void(const context&, const in_flight&)>;
+
+// Everything an engine reports to or asks of the application besides its configuration.
+struct engine_hooks {
+  std::vector<std::shared_ptr<lifecycle_listener>> listeners{};  // called in this order
+  log_sink log = stderr_log_sink;
+  outcome_mapper map_in_flight{};  // empty = throw in_flight_error
+};
+
+namespace detail {
+class heartbeat_scheduler;
+struct policy_info;
+// What the engine's type-erased core hands back to execute<T>.
+struct ran {};
+using raw_outcome = std::variant<ran, duplicate, in_flight>;
+}  // namespace detail
+
+// idem::engine
+//
+// Thread-safe; one per application is typical. Not copyable or movable (the scheduler thread
+// holds a reference to it). The store must outlive the engine.
+class engine {
+ public:
+  // Validates `settings` and every policy that generated code registered (see
+  // <idem/invoke.hpp>) against the store: a join-transaction policy on a store that cannot
+  // complete inside a transaction fails here, not on the first call. Throws configuration_error.
+  explicit engine(store& backing_store, config settings = {}, engine_hooks hooks = {});
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  // Builds and validates a context for `scope` and `key`, filling unset options from the
+  // configuration. Throws configuration_error for a bad scope or option and invalid_key_error for
+  // a bad key (the message never contains the key).
+  context make_context(std::string scope, std::string key, const call_options& options = {},
+                       std::optional<std::string> fingerprint = std::nullopt) const;
+
+  // Runs `action` (returning T) at most once for ctx.id and returns executed, replayed (decoded
+  // with `codec`) or in_flight. Throws fingerprint_mismatch_error, configuration_error for a
+  // join-transaction call without a capable store or an active transaction, store errors from
+  // try_acquire, and whatever the action throws (after releasing the record). A failed completion
+  // follows the configured completion_failure_policy. Precondition: ctx.validate() passed.
+  template <class T, class Action, class Codec>
+    requires std::is_invocable_r_v<T, Action&> && codec_for<Codec, T>
+  outcome<T> execute(const context& ctx, Action&& action, const Codec& codec);
+
+  // The same for an action that returns nothing: a payload::none() record is stored.
+  template <class Action>
+    requires std::is_void_v<std::invoke_result_t<Action&>>
+  outcome<void> execute(const context& ctx, Action&& action);
+
+  // Applies the outcome mapper to an in-flight answer (by default throws in_flight_error).
+  void map_in_flight(const context& ctx, const in_flight& answer) const;
+
+  const config& settings() const noexcept { return config_; }
+  store& backing_store() const noexcept { return store_; }
+
+ private:
+  detail::raw_outcome run(const context& ctx, detail::function_ref<void()> action,
+                          detail::function_ref<payload()> encode);
+  void check_policy(const detail::policy_info& policy) const;
+
+  store& store_;
+  config config_;
+  engine_hooks hooks_;
+  std::unique_ptr<detail::heartbeat_scheduler> heartbeat_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Implementation details follow.
+
+template <class T, class Action, class Codec>
+  requires std::is_invocable_r_v<T, Action&> && codec_for<Codec, T>
+outcome<T> engine::execute(const context& ctx, Action&& action, const Codec& codec) {
+  std::optional<T> value;
+  auto ran_action = [&] { value.emplace(std::invoke(action)); };
+  auto encode = [&]() -> payload { return codec.encode(*value); };
+  detail::raw_outcome raw = run(ctx, ran_action, encode);
+  if (auto* d = std::get_if<duplicate>(&raw)) return replayed<T>{decode_with<T>(codec, d->value), d->completed_at};
+  if (auto* f = std::get_if<in_flight>(&raw)) return *f;
+  return executed<T>{std::move(*value)};
+}
+
+template <class Action>
+  requires std::is_void_v<std::invoke_result_t<Action&>>
+outcome<void> engine::execute(const context& ctx, Action&& action) {
+  auto ran_action = [&] { std::invoke(action); };
+  auto encode = []() -> payload { return payload::none(); };
+  detail::raw_outcome raw = run(ctx, ran_action, encode);
+  if (auto* d = std::get_if<duplicate>(&raw)) return replayed<void>{d->completed_at};
+  if (auto* f = std::get_if<in_flight>(&raw)) return *f;
+  return executed<void>{};
+}
+
+}  // namespace idem

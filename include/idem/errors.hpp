@@ -1,0 +1,106 @@
+// idem/errors.hpp — the exception hierarchy of idem.
+//
+// Expected outcomes (a duplicate, an in-flight answer) are values, see <idem/outcome.hpp>.
+// Exceptions are kept for misuse, bad configuration and infrastructure failure. Every message
+// names the record as `Scope/#xxxxxxxx` and never contains a raw idempotency key.
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace idem {
+
+// idem::error
+//
+// Base of every exception idem throws.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Bad configuration: a duration out of range, a scope that breaks the identity rules, a
+// join-transaction request against a store that cannot honour it. Thrown when an engine or a
+// context is constructed, never later.
+class configuration_error : public error {
+ public:
+  using error::error;
+};
+
+// A key that breaks the identity rules (empty, longer than 255 bytes). Keys are client data, so
+// the message describes the rule, never the key.
+class invalid_key_error : public error {
+ public:
+  using error::error;
+};
+
+// Base of failures raised by a store.
+class store_error : public error {
+ public:
+  using error::error;
+};
+
+// A mutation (complete, release) by a holder whose lease no longer owns the record: it expired
+// and was stolen, the record is absent, or it is no longer in progress.
+class lease_lost_error : public store_error {
+ public:
+  using store_error::store_error;
+};
+
+// The backend cannot be reached or answered with an error. The message names the operation and
+// the masked record.
+class store_unavailable_error : public store_error {
+ public:
+  using store_error::store_error;
+};
+
+// A stored record is malformed or in a format this version does not understand.
+class corrupt_record_error : public store_error {
+ public:
+  using store_error::store_error;
+};
+
+// The store's namespace holds data idem did not write; it is refused and never modified.
+class foreign_record_error : public store_error {
+ public:
+  using store_error::store_error;
+};
+
+// A mutation was accepted but the durability the store was asked for (for example replica
+// acknowledgement) could not be confirmed.
+class durability_error : public store_error {
+ public:
+  using store_error::store_error;
+};
+
+// The key was used before with a different request fingerprint.
+class fingerprint_mismatch_error : public error {
+ public:
+  fingerprint_mismatch_error(const std::string& record, std::string stored, std::string received);
+  const std::string& stored() const noexcept { return stored_; }
+  const std::string& received() const noexcept { return received_; }
+
+ private:
+  std::string stored_;
+  std::string received_;
+};
+
+// Another caller holds the record and did not finish within this caller's wait. retry_after() is
+// the holder's remaining lease: a sensible delay before redelivering.
+class in_flight_error : public error {
+ public:
+  in_flight_error(const std::string& record, std::chrono::milliseconds retry_after);
+  std::chrono::milliseconds retry_after() const noexcept { return retry_after_; }
+
+ private:
+  std::chrono::milliseconds retry_after_;
+};
+
+// Never thrown: handed to lifecycle listeners as the cause of failed{rollback} when the caller's
+// transaction rolled back and the record was released.
+class rollback_error : public error {
+ public:
+  explicit rollback_error(const std::string& record);
+};
+
+}  // namespace idem

@@ -1,0 +1,42 @@
+// idem/lease_token.hpp — the fencing token of one acquisition.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem {
+
+// idem::lease_token
+//
+// 128 random bits issued by a store for every acquisition. complete, release and extend carry it,
+// and a store applies them only while the record is still held under the same token: a holder
+// whose lease expired and was stolen cannot overwrite or delete the new owner's record.
+// A value type; the default-constructed token is all zeros and never issued.
+class lease_token {
+ public:
+  constexpr lease_token() noexcept = default;
+  constexpr lease_token(std::uint64_t high, std::uint64_t low) noexcept : high_(high), low_(low) {}
+
+  // A fresh random token (a per-thread generator seeded from std::random_device). Never zero.
+  static lease_token generate() noexcept;
+
+  // Parses the 32-character lowercase hex form written by to_string(); nullopt otherwise.
+  static std::optional<lease_token> parse(std::string_view hex) noexcept;
+
+  // 32 lowercase hex characters.
+  std::string to_string() const;
+
+  constexpr std::uint64_t high() const noexcept { return high_; }
+  constexpr std::uint64_t low() const noexcept { return low_; }
+
+  friend constexpr bool operator==(const lease_token&, const lease_token&) = default;
+
+ private:
+  std::uint64_t high_ = 0;
+  std::uint64_t low_ = 0;
+};
+
+}  // namespace idem

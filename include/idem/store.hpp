@@ -1,0 +1,109 @@
+// idem/store.hpp — the interface every idempotency store implements.
+//
+// A record moves through a small state machine:
+//
+//     absent ──try_acquire──> in progress (lease, token) ──complete──> complete (payload, ttl)
+//        ^                          │    ^                                  │
+//        └──────── release ─────────┘    └── steal: lease expired ──┐       │ ttl passed:
+//                                                                   │       v treated as absent
+//                                        try_acquire by another caller     (purge deletes it)
+//
+// Implementation requirements (every store passes the contract suite in tests/contract/):
+// - try_acquire is the only entry point. It blocks up to ctx.wait *inside the store* for a holder
+//   to finish (zero wait = look once), steals an expired lease atomically, treats a complete
+//   record past its ttl as absent, and applies the fingerprint rule: a mismatch only when both
+//   the stored and the incoming fingerprint exist and differ, checked against complete records.
+// - Every acquisition issues a fresh lease_token. complete and release apply only while the record
+//   is in progress under that token, else they throw lease_lost_error; extend is then a silent
+//   no-op.
+// - Timestamps come from the store's own clock (database, Redis TIME, the process clock).
+// - Stores persist the scope and the key's digest; a remote store never writes the raw key.
+// - Failures of the backend are store_unavailable_error naming the operation and the masked
+//   record, never a hang: every blocking call is bounded.
+// - All member functions are safe to call from many threads at once.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <idem/context.hpp>
+#include <idem/identity.hpp>
+#include <idem/lease_token.hpp>
+#include <idem/payload.hpp>
+
+namespace idem {
+
+class transaction;
+
+// The caller now holds the record under `token` and must complete or release it.
+struct acquired {
+  lease_token token;
+};
+
+// The record is complete: replay `value`. `completed_at` is the store's clock at completion.
+struct duplicate {
+  payload value;
+  std::chrono::system_clock::time_point completed_at;
+};
+
+// Another caller holds the record and did not finish within the wait. `retry_after` is the
+// holder's remaining lease, never negative.
+struct in_flight {
+  std::chrono::milliseconds retry_after{0};
+};
+
+// The record is complete but was created with a different request fingerprint.
+struct fingerprint_mismatch {
+  std::string stored;
+  std::string received;
+};
+
+// What try_acquire answers.
+using acquire_result = std::variant<acquired, duplicate, in_flight, fingerprint_mismatch>;
+
+// idem::store
+//
+// The narrow interface between the engine and a storage technology. See the file comment for the
+// state machine and the requirements.
+class store {
+ public:
+  virtual ~store() = default;
+
+  // Claims `ctx.id` or answers what holds it; blocks at most ctx.wait (plus one bounded round
+  // trip). Precondition: ctx.validate() passed.
+  virtual acquire_result try_acquire(const context& ctx) = 0;
+
+  // In progress under `token` -> complete with `value`, replayable for `ttl` from now.
+  // Throws lease_lost_error if the record is absent, complete, or held under another token.
+  virtual void complete(const identity& id, const lease_token& token, const payload& value,
+                        std::chrono::milliseconds ttl) = 0;
+
+  // Deletes the record held under `token`, so the next caller acquires it afresh.
+  // Throws lease_lost_error if the record is absent, complete, or held under another token.
+  virtual void release(const identity& id, const lease_token& token) = 0;
+
+  // Moves the lease of a record held under `token` to now + `lease`. A silent no-op if the
+  // record is absent, complete, or held under another token.
+  virtual void extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) = 0;
+
+  // Deletes every record whose ttl has passed and that nobody holds (an in-progress record also
+  // needs an expired lease). Returns how many it deleted. Safe to run concurrently with anything.
+  virtual std::size_t purge_expired() = 0;
+
+  // True if complete_in_transaction can write the record inside a caller's transaction.
+  virtual bool supports_transactional_completion() const noexcept { return false; }
+
+  // Like complete, but written inside `tx` on the caller's connection: invisible to others until
+  // `tx` commits, gone with a rollback (the record then stays in progress under `token`).
+  // The default throws configuration_error: only stores that report support override it.
+  virtual void complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
+                                       std::chrono::milliseconds ttl, transaction& tx);
+
+  // A short name for messages, such as "memory_store".
+  virtual std::string_view name() const noexcept = 0;
+};
+
+}  // namespace idem

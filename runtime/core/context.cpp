@@ -1,0 +1,46 @@
+#include <idem/context.hpp>
+#include <idem/duration.hpp>
+#include <idem/errors.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace idem {
+
+std::optional<completion_mode> parse_completion_mode(std::string_view text) noexcept {
+  std::string normalized;
+  normalized.reserve(text.size());
+  for (char c : text) normalized += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (normalized == "autonomous") return completion_mode::autonomous;
+  if (normalized == "join-transaction") return completion_mode::join_transaction;
+  return std::nullopt;
+}
+
+std::string_view to_string(completion_mode mode) noexcept {
+  return mode == completion_mode::autonomous ? "autonomous" : "join-transaction";
+}
+
+void context::validate() const {
+  // Rendering the record hashes the key: do it only on the error paths.
+  const auto record = [this] { return id.to_string(); };
+  if (ttl < min_ttl)
+    throw configuration_error(fmt::format("ttl of {} must be at least 1 ms, got {}", record(), format_duration(ttl)));
+  if (lease < min_lease)
+    throw configuration_error(fmt::format(
+        "lease of {} must be at least 2 ms (the heartbeat runs at half the lease), got {}", record(), format_duration(lease)));
+  if (wait < std::chrono::milliseconds::zero())
+    throw configuration_error(fmt::format("wait of {} must not be negative, got {}; use PT0S not to block", record(),
+                                          format_duration(wait)));
+  if (fingerprint) {
+    const std::string& f = *fingerprint;
+    if (f.size() < min_fingerprint_length)
+      throw configuration_error(fmt::format("request fingerprint of {} must be at least {} hex characters, got {}",
+                                            record(), min_fingerprint_length, f.size()));
+    if (!std::all_of(f.begin(), f.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
+      throw configuration_error(fmt::format("request fingerprint of {} must be a hex string", record()));
+  }
+}
+
+}  // namespace idem

@@ -1,0 +1,59 @@
+#include <idem/errors.hpp>
+#include <idem/identity.hpp>
+
+#include <openssl/evp.h>
+
+#include <fmt/format.h>
+
+namespace idem {
+
+std::string scope_problem(std::string_view scope) {
+  if (scope.empty()) return "scope must not be empty";
+  if (scope.size() > max_scope_length)
+    return fmt::format("scope must not exceed {} characters, got {}", max_scope_length, scope.size());
+  if (scope.find(':') != std::string_view::npos)
+    return "scope must not contain ':' (stores compose scope and key with it)";
+  return {};
+}
+
+std::string key_problem(std::string_view key) {
+  if (key.empty()) return "idempotency key must not be empty";
+  if (key.size() > max_key_length)
+    return fmt::format("idempotency key must not exceed {} bytes, got {}", max_key_length, key.size());
+  return {};
+}
+
+std::array<unsigned char, 32> sha256(std::string_view bytes) {
+  std::array<unsigned char, 32> digest{};
+  unsigned int size = 0;
+  // EVP_Digest is the one-shot form: no context to manage.
+  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1 || size != digest.size())
+    throw error("SHA-256 failed in libcrypto");
+  return digest;
+}
+
+std::string to_hex(const unsigned char* bytes, std::size_t size) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(size * 2, '0');
+  for (std::size_t i = 0; i < size; ++i) {
+    out[2 * i] = digits[bytes[i] >> 4];
+    out[2 * i + 1] = digits[bytes[i] & 0x0f];
+  }
+  return out;
+}
+
+identity::identity(std::string scope, std::string key) : scope_(std::move(scope)), key_(std::move(key)) {
+  if (std::string problem = scope_problem(scope_); !problem.empty())
+    throw configuration_error(fmt::format("invalid scope '{}': {}", scope_.substr(0, max_scope_length), problem));
+  if (std::string problem = key_problem(key_); !problem.empty())
+    throw invalid_key_error(fmt::format("invalid idempotency key for scope '{}': {}", scope_, problem));
+}
+
+std::string identity::masked_key() const {
+  const auto digest = key_digest();
+  return "#" + to_hex(digest.data(), 4);
+}
+
+std::string identity::to_string() const { return scope_ + "/" + masked_key(); }
+
+}  // namespace idem

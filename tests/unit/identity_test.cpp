@@ -1,0 +1,71 @@
+#include <catch2/catch.hpp>
+
+#include <idem/context.hpp>
+#include <idem/errors.hpp>
+#include <idem/identity.hpp>
+
+#include <string>
+
+using namespace std::chrono_literals;
+
+TEST_CASE("identity: renders as scope and the first four bytes of the key's SHA-256", "[identity]") {
+  // SHA-256("abc") = ba7816bf 8f01cfea ...
+  const idem::identity id("PaymentController.create", "abc");
+  CHECK(id.masked_key() == "#ba7816bf");
+  CHECK(id.to_string() == "PaymentController.create/#ba7816bf");
+  CHECK(idem::to_hex(id.key_digest().data(), 32) ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("identity: scope rules are enforced with configuration_error", "[identity]") {
+  CHECK_THROWS_AS(idem::identity("", "k"), idem::configuration_error);
+  CHECK_THROWS_AS(idem::identity(std::string(129, 's'), "k"), idem::configuration_error);
+  CHECK_NOTHROW(idem::identity(std::string(128, 's'), "k"));
+  CHECK_THROWS_WITH(idem::identity("A:b", "k"), Catch::Contains("must not contain ':'"));
+}
+
+TEST_CASE("identity: a bad key is refused without quoting it", "[identity]") {
+  CHECK_THROWS_AS(idem::identity("S.m", ""), idem::invalid_key_error);
+  const std::string long_key(256, 'Q');
+  try {
+    idem::identity("S.m", long_key);
+    FAIL("expected invalid_key_error");
+  } catch (const idem::invalid_key_error& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Catch::Contains("255 bytes"));
+    CHECK(message.find("QQQQ") == std::string::npos);
+  }
+  CHECK_NOTHROW(idem::identity("S.m", std::string(255, 'k')));
+  // Keys may contain colons and any bytes.
+  CHECK_NOTHROW(idem::identity("S.m", std::string("a:b\0c", 5)));
+}
+
+TEST_CASE("context: validation names the field and never the key", "[identity]") {
+  const std::string secret = "customer-4711-secret";
+  idem::context ctx{.id = idem::identity("S.m", secret)};
+  CHECK_NOTHROW(ctx.validate());
+  ctx.ttl = 0ms;
+  CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("ttl") && !Catch::Contains(secret));
+  ctx.ttl = 1ms;
+  ctx.lease = 1ms;
+  CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("lease") && Catch::Contains("S.m/#"));
+  ctx.lease = 2ms;
+  ctx.wait = -1ms;
+  CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("wait"));
+  ctx.wait = 0ms;
+  CHECK_NOTHROW(ctx.validate());
+  ctx.fingerprint = "abc";
+  CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("at least 16"));
+  ctx.fingerprint = std::string(16, 'g');
+  CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("hex"));
+  ctx.fingerprint = std::string(64, 'a');
+  CHECK_NOTHROW(ctx.validate());
+}
+
+TEST_CASE("completion mode: parsing is case-insensitive and accepts '_' for '-'", "[identity]") {
+  CHECK(idem::parse_completion_mode("autonomous") == idem::completion_mode::autonomous);
+  CHECK(idem::parse_completion_mode("JOIN_TRANSACTION") == idem::completion_mode::join_transaction);
+  CHECK(idem::parse_completion_mode("join-transaction") == idem::completion_mode::join_transaction);
+  CHECK_FALSE(idem::parse_completion_mode("joined").has_value());
+  CHECK_FALSE(idem::parse_completion_mode("").has_value());
+}
