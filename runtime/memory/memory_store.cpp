@@ -240,7 +240,6 @@ acquire_result memory_store::try_acquire(const context& ctx) {
     ++s.waiters;
     s.changed.wait_until(lock, wake);
     --s.waiters;
-    const_cast<steady::time_point&>(deadline) = add_saturated(steady::now(), ctx.wait);
   }
 }
 
@@ -250,6 +249,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
   const hashed_key key{composite.view(), key_hash{}(composite.view())};
   shard& s = shard_for(key.hash);
 
+  payload copy = value;  // copied before locking: a large body does not lengthen the critical section
   std::optional<lease_lost_reason> lost;
   {
     std::lock_guard lock(s.mutex);
@@ -262,7 +262,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
       lost = lease_lost_reason::other_token;
     } else {
       detail::memory_record& record = it->second;
-      record.value = value;
+      record.value = std::move(copy);
       record.complete = true;
       record.token = lease_token{};
       record.completed_at = std::chrono::system_clock::now();
