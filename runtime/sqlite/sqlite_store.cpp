@@ -1,0 +1,582 @@
+// runtime/sqlite/sqlite_store.cpp — idem::sqlite_store.
+//
+// Claim-or-replay reads the record first, on any pooled connection and without the write lock
+// (WAL readers never wait for writers): a live complete record is a duplicate, a live lease is
+// waited for. Only a claimable record (absent, complete past its ttl, lease expired) takes the
+// write lock, in BEGIN IMMEDIATE, where one upsert claims it atomically or leaves a live record
+// alone. The store's writers queue on one in-process mutex before they ask SQLite for the lock,
+// so SQLite's sleeping busy handler only ever arbitrates between processes and application
+// transactions.
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <climits>
+#include <cstdint>
+#include <idem/errors.hpp>
+#include <idem/sqlite_store.hpp>
+#include <idem/sqlite_transaction.hpp>
+#include <idem/transaction.hpp>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "record_format.hpp"
+#include "record_waiters.hpp"
+#include "sqlite_connection.hpp"
+
+namespace idem {
+
+namespace {
+
+using std::chrono::milliseconds;
+using steady = std::chrono::steady_clock;
+using detail::bound_statement;
+using detail::sqlite_connection;
+using detail::sqlite_failure;
+using detail::statement;
+
+constexpr std::int64_t state_in_progress = 1;
+constexpr std::int64_t state_complete = 2;
+
+// The store's clock: milliseconds since the epoch on the system clock, shared by every process.
+std::int64_t clock_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::int64_t plus(std::int64_t at, milliseconds d) noexcept {
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  return d.count() > max - at ? max : at + d.count();
+}
+
+steady::time_point after(steady::time_point t, milliseconds d) noexcept {
+  const auto room = std::chrono::duration_cast<milliseconds>(steady::time_point::max() - t);
+  return d >= room ? steady::time_point::max() : t + d;
+}
+
+milliseconds left_until(steady::time_point deadline) noexcept {
+  const auto now = steady::now();
+  if (deadline <= now) return milliseconds(0);
+  return std::chrono::ceil<milliseconds>(deadline - now);
+}
+
+bool is_busy(int code) noexcept {
+  return (code & 0xff) == SQLITE_BUSY;
+}
+
+// The primary key of a record and the name its waiters share.
+struct record_key {
+  explicit record_key(const identity& id) : scope(id.scope()), digest(id.key_digest()) {}
+
+  std::string waiter_name() const {
+    std::string name = scope;
+    name.push_back('\0');
+    name.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+    return name;
+  }
+  void bind(bound_statement& s) const {
+    s.text(1, scope);
+    s.blob(2, digest.data(), digest.size());
+  }
+
+  std::string scope;
+  std::array<unsigned char, 32> digest;
+};
+
+// One row as read back.
+struct stored_record {
+  std::int64_t state = 0;
+  lease_token token;  // in progress only
+  std::int64_t lease_expires_at = 0;
+  std::int64_t expires_at = 0;
+  std::optional<std::string> fingerprint;
+  payload value;
+  std::int64_t completed_at = 0;
+};
+
+std::string describe(std::string_view operation, const identity& id) {
+  std::string text = "sqlite_store: cannot ";
+  text += operation;
+  text += ' ';
+  text += id.to_string();
+  return text;
+}
+
+// Reads the record of `key` with `s` (select_record), or nullopt if there is none.
+std::optional<stored_record> read_record(bound_statement& s, const record_key& key, const identity& id) {
+  key.bind(s);
+  if (!s.step("read the record")) return std::nullopt;
+  stored_record r;
+  r.state = s.integer(0);
+  r.lease_expires_at = s.is_null(2) ? 0 : s.integer(2);
+  r.expires_at = s.integer(3);
+  if (!s.is_null(4)) r.fingerprint = s.bytes(4);
+  if (r.state == state_complete) {
+    if (s.is_null(5)) throw corrupt_record_error(describe("read", id) + ": a complete record has no payload type");
+    r.value.type = s.bytes(5);
+    r.value.body = s.bytes(6);
+    std::optional<detail::attribute_map> attributes = detail::decode_attributes(s.bytes(7));
+    if (!attributes) throw corrupt_record_error(describe("read", id) + ": its payload attributes are malformed");
+    r.value.attributes = std::move(*attributes);
+    r.completed_at = s.is_null(8) ? 0 : s.integer(8);
+  } else if (r.state == state_in_progress) {
+    std::optional<lease_token> token = detail::token_from_bytes(s.bytes(1));
+    if (!token || s.is_null(2))
+      throw corrupt_record_error(describe("read", id) + ": a record in progress has no valid lease");
+    r.token = *token;
+  } else {
+    throw corrupt_record_error(describe("read", id) + ": unknown state " + std::to_string(r.state));
+  }
+  return r;
+}
+
+std::optional<stored_record> read_record(const sqlite_connection& c, const record_key& key, const identity& id) {
+  bound_statement s(c, statement::select_record);
+  return read_record(s, key, id);
+}
+
+// What a read of the record means for a caller.
+struct held {
+  milliseconds remaining;  // of the holder's lease
+  lease_token token;       // the holder's
+};
+struct claimable {};
+using verdict = std::variant<duplicate, fingerprint_mismatch, held, claimable>;
+
+verdict judge(std::optional<stored_record> row, const context& ctx, std::int64_t now) {
+  if (!row) return claimable{};
+  if (row->state == state_complete) {
+    if (row->expires_at <= now) return claimable{};
+    if (ctx.fingerprint && row->fingerprint && *ctx.fingerprint != *row->fingerprint)
+      return fingerprint_mismatch{std::move(*row->fingerprint), *ctx.fingerprint};
+    return duplicate{std::move(row->value), std::chrono::system_clock::time_point(milliseconds(row->completed_at))};
+  }
+  if (row->lease_expires_at <= now) return claimable{};
+  return held{milliseconds(row->lease_expires_at - now), row->token};
+}
+
+// The reason a fenced mutation matched no row, for lease_lost_error.
+std::string lost_reason(const sqlite_connection* c, sqlite3* db, std::string_view table, const record_key& key,
+                        const lease_token& token) {
+  std::optional<bound_statement> owned;
+  std::optional<bound_statement> cached;
+  bound_statement& s = c != nullptr ? cached.emplace(*c, statement::inspect)
+                                    : owned.emplace(db, statement::inspect, table, "inspect the record");
+  key.bind(s);
+  if (!s.step("inspect the record"))
+    return "no record exists (it was released, purged or never acquired), so the lease is lost";
+  if (s.integer(0) == state_complete) return "the record is already complete; its lease has ended";
+  std::optional<lease_token> holder = detail::token_from_bytes(s.bytes(1));
+  if (holder && *holder == token) return "the record is not in progress under this lease";
+  return "the lease no longer owns the record: it expired and another caller took the record over";
+}
+
+// Binds and runs the completing UPDATE; returns the number of rows changed.
+int run_complete(bound_statement& s, const record_key& key, const lease_token& token, const payload& value,
+                 milliseconds ttl, std::int64_t now) {
+  const auto token_blob = detail::token_bytes(token);
+  const std::string attributes = detail::encode_attributes(value.attributes);
+  key.bind(s);
+  s.blob(3, token_blob.data(), token_blob.size());
+  s.text(4, value.type);
+  s.blob(5, value.body.data(), value.body.size());
+  s.blob(6, attributes.data(), attributes.size());
+  s.integer(7, now);
+  s.integer(8, plus(now, ttl));
+  s.step("write the completion");
+  return s.changes();
+}
+
+// Binds and runs the claiming upsert; returns the number of rows changed (1 = claimed).
+int run_claim(bound_statement& s, const record_key& key, const context& ctx, const lease_token& token,
+              std::int64_t now) {
+  const auto token_blob = detail::token_bytes(token);
+  key.bind(s);
+  s.blob(3, token_blob.data(), token_blob.size());
+  s.integer(4, plus(now, ctx.lease));
+  s.integer(5, plus(now, ctx.ttl));
+  if (ctx.fingerprint) {
+    s.text(6, *ctx.fingerprint);
+  } else {
+    s.null(6);
+  }
+  s.integer(7, now);
+  s.step("claim the record");
+  return s.changes();
+}
+
+bool same_file(sqlite3* db, const std::string& filename) {
+  const char* name = sqlite3_db_filename(db, "main");
+  return name != nullptr && filename == name;
+}
+
+// The calling thread's own active sqlite_transaction on `filename`, or nullptr.
+sqlite_transaction* own_transaction(const std::string& filename) {
+  auto* tx = dynamic_cast<sqlite_transaction*>(current_transaction());
+  if (tx == nullptr || !tx->active() || !same_file(tx->connection(), filename)) return nullptr;
+  return tx;
+}
+
+}  // namespace
+
+struct sqlite_store::state {
+  state(sqlite_store_options o, std::string file, detail::connection_settings settings,
+        std::unique_ptr<sqlite_connection> first)
+      : options(std::move(o)),
+        filename(std::move(file)),
+        pool(std::move(settings), options.connections, std::move(first)) {}
+
+  sqlite_store_options options;
+  std::string filename;
+  detail::connection_pool pool;
+  // Serializes this store's write transactions in the process.
+  std::timed_mutex writer;
+  // Shared with after_commit callbacks, which may run after the store is gone.
+  std::shared_ptr<detail::record_waiters> waiters = std::make_shared<detail::record_waiters>();
+
+  [[noreturn]] void unavailable(std::string_view operation, const identity* id, std::string_view why) const {
+    std::string text = id != nullptr ? describe(operation, *id) : "sqlite_store: cannot " + std::string(operation);
+    text += ": ";
+    text += why;
+    text += " [";
+    text += filename;
+    text += ']';
+    throw store_unavailable_error(text);
+  }
+
+  // Throws if the calling thread's own transaction on this file holds the write lock: no other
+  // connection can write before it ends, and it cannot end while this thread waits.
+  void refuse_self_lock(std::string_view operation, const identity& id) const {
+    sqlite_transaction* tx = own_transaction(filename);
+    if (tx != nullptr && sqlite3_txn_state(tx->connection(), "main") == SQLITE_TXN_WRITE)
+      unavailable(operation, &id,
+                  "the calling thread's sqlite_transaction has written to the database and holds its write lock "
+                  "until it ends, so the store's connection cannot write now; do this outside the transaction");
+  }
+};
+
+namespace {
+
+// A BEGIN IMMEDIATE transaction on a pooled connection, behind the store's writer mutex.
+// locked() is false if the mutex or SQLite's write lock stayed busy until the deadline.
+class write_transaction {
+ public:
+  write_transaction(std::timed_mutex& writer, detail::connection_pool& pool, milliseconds busy_timeout,
+                    steady::time_point lock_deadline, std::string_view doing)
+      : lock_(writer, std::defer_lock) {
+    if (!lock_.try_lock_until(lock_deadline)) return;
+    loan_.emplace(pool.borrow(std::max(lock_deadline, after(steady::now(), busy_timeout))));
+    (*loan_)->busy_timeout(left_until(lock_deadline));
+    const int rc = (*loan_)->try_run(statement::begin_immediate);
+    if (is_busy(rc)) return;
+    if (rc != SQLITE_OK) throw detail::failure_of((*loan_)->handle(), rc, doing);
+    locked_ = true;
+  }
+
+  bool locked() const noexcept { return locked_; }
+  sqlite_connection& connection() const noexcept { return **loan_; }
+  void commit(std::string_view doing) { (*loan_)->run(statement::commit, doing); }
+
+ private:
+  std::unique_lock<std::timed_mutex> lock_;
+  std::optional<detail::connection_pool::loan> loan_;  // destroyed first: rolls back, goes back
+  bool locked_ = false;
+};
+
+struct lock_busy {};
+using claim_result = std::variant<acquired, verdict, lock_busy>;
+
+}  // namespace
+
+sqlite_store::sqlite_store(const std::filesystem::path& path) : sqlite_store(sqlite_store_options{.path = path}) {}
+
+sqlite_store::sqlite_store(sqlite_store_options options) {
+  const std::string path = options.path.string();
+  if (path.empty()) throw configuration_error("sqlite_store: the database path is empty; name a file");
+  if (path == ":memory:" || path.rfind("file:", 0) == 0)
+    throw configuration_error("sqlite_store: '" + path +
+                              "' is not a file path; the store's connections must share one database file");
+  const std::string& t = options.table;
+  const bool table_ok =
+      !t.empty() && t.size() <= 64 && (std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_') &&
+      std::all_of(t.begin(), t.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!table_ok)
+    throw configuration_error("sqlite_store: table name '" + t +
+                              "' is invalid; use 1 to 64 letters, digits or '_', not starting with a digit");
+  if (options.connections < 1) throw configuration_error("sqlite_store: connections must be at least 1, got: 0");
+  if (options.busy_timeout < milliseconds(0) || options.min_claim_lock_wait < milliseconds(0))
+    throw configuration_error("sqlite_store: busy_timeout and min_claim_lock_wait must not be negative");
+  if (options.recheck_initial < milliseconds(1) || options.recheck_max < options.recheck_initial)
+    throw configuration_error("sqlite_store: recheck_initial must be at least 1 ms and at most recheck_max, got: " +
+                              std::to_string(options.recheck_initial.count()) + " ms and " +
+                              std::to_string(options.recheck_max.count()) + " ms");
+  if (options.purge_batch < 1) throw configuration_error("sqlite_store: purge_batch must be at least 1, got: 0");
+
+  detail::connection_settings settings{path, options.table, options.synchronous, options.busy_timeout};
+  std::unique_ptr<sqlite_connection> first;
+  try {
+    first = std::make_unique<sqlite_connection>(settings, true);
+  } catch (const sqlite_failure& f) {
+    throw store_unavailable_error("sqlite_store: cannot open the database '" + path + "': " + f.what());
+  }
+  const char* name = sqlite3_db_filename(first->handle(), "main");
+  std::string filename = name != nullptr && *name != '\0' ? name : path;
+  state_ = std::make_unique<state>(std::move(options), std::move(filename), std::move(settings), std::move(first));
+}
+
+sqlite_store::~sqlite_store() = default;
+
+const std::string& sqlite_store::filename() const noexcept {
+  return state_->filename;
+}
+
+acquire_result sqlite_store::try_acquire(const context& ctx) {
+  state& s = *state_;
+  const steady::time_point deadline = after(steady::now(), ctx.wait);
+  const record_key key(ctx.id);
+
+  // Looks at the record without the write lock.
+  auto look = [&]() -> verdict {
+    detail::connection_pool::loan c = s.pool.borrow(after(steady::now(), s.options.busy_timeout));
+    std::optional<stored_record> row = read_record(*c, key, ctx.id);
+    return judge(std::move(row), ctx, clock_ms());
+  };
+
+  // Claims a record that looked claimable, or reports what holds it now.
+  auto claim = [&]() -> claim_result {
+    const lease_token token = lease_token::generate();
+    if (sqlite_transaction* tx = own_transaction(s.filename);
+        tx != nullptr && sqlite3_txn_state(tx->connection(), "main") != SQLITE_TXN_NONE) {
+      // The caller's transaction on this file has begun reading or writing: a claim committed
+      // elsewhere now would make its writes fail (stale snapshot) or wait for its own lock, so
+      // the claim is written inside it and becomes visible with its commit.
+      sqlite3* db = tx->connection();
+      const std::int64_t now = clock_ms();
+      bound_statement up(db, statement::claim, s.options.table, "claim the record in the caller's transaction");
+      int changed = 0;
+      try {
+        changed = run_claim(up, key, ctx, token, now);
+      } catch (const sqlite_failure& f) {
+        if (f.code() == SQLITE_BUSY_SNAPSHOT)
+          throw sqlite_failure(f.code(),
+                               std::string(f.what()) +
+                                   "; the caller's sqlite_transaction read the database before another "
+                                   "connection committed, so SQLite cannot let it write: retry the transaction");
+        if (is_busy(f.code())) return lock_busy{};
+        throw;
+      }
+      if (changed == 1) {
+        s.waiters->hold(token, ctx.lease);
+        return acquired{token};
+      }
+      bound_statement again(db, statement::select_record, s.options.table, "read the record");
+      return judge(read_record(again, key, ctx.id), ctx, now);
+    }
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout,
+                         std::max(deadline, after(steady::now(), s.options.min_claim_lock_wait)), "begin the claim");
+    if (!tx.locked()) return lock_busy{};
+    const std::int64_t now = clock_ms();
+    int changed = 0;
+    {
+      bound_statement up(tx.connection(), statement::claim);
+      changed = run_claim(up, key, ctx, token, now);
+    }
+    if (changed == 1) {
+      tx.commit("commit the claim");
+      s.waiters->hold(token, ctx.lease);
+      return acquired{token};
+    }
+    return judge(read_record(tx.connection(), key, ctx.id), ctx, now);
+  };
+
+  try {
+    detail::record_waiters::enrollment waiting = s.waiters->enroll(key.waiter_name());
+    milliseconds backoff = s.options.recheck_initial;
+    for (;;) {
+      const std::uint64_t seen = waiting.generation();
+      verdict v = look();
+      if (std::holds_alternative<claimable>(v)) {
+        claim_result c = claim();
+        if (auto* a = std::get_if<acquired>(&c)) return *a;
+        if (std::holds_alternative<lock_busy>(c)) return in_flight{milliseconds(0)};
+        v = std::move(std::get<verdict>(c));
+      }
+      if (auto* d = std::get_if<duplicate>(&v)) return std::move(*d);
+      if (auto* m = std::get_if<fingerprint_mismatch>(&v)) return std::move(*m);
+      const held* h = std::get_if<held>(&v);
+      const milliseconds remaining = h != nullptr ? h->remaining : milliseconds(0);
+      const steady::time_point now = steady::now();
+      if (now >= deadline) return in_flight{remaining};
+      // Wake on a completion or release through this store, at the lease's expiry (to steal
+      // it), or, when the holder is not this store's, to re-check for a holder elsewhere.
+      const bool local_holder = h != nullptr && s.waiters->holds(h->token);
+      const steady::time_point wake = std::min({deadline, after(now, remaining + milliseconds(1)),
+                                                local_holder ? steady::time_point::max() : after(now, backoff)});
+      if (!waiting.wait_until(seen, wake)) backoff = std::min(backoff * 2, s.options.recheck_max);
+    }
+  } catch (const sqlite_failure& f) {
+    s.unavailable("try_acquire", &ctx.id, f.what());
+  }
+}
+
+void sqlite_store::complete(const identity& id, const lease_token& token, const payload& value, milliseconds ttl) {
+  state& s = *state_;
+  const record_key key(id);
+  try {
+    s.refuse_self_lock("complete", id);
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), s.options.busy_timeout),
+                         "begin the completion");
+    if (!tx.locked()) s.unavailable("complete", &id, "the database stayed locked by another writer for busy_timeout");
+    int changed = 0;
+    {
+      bound_statement up(tx.connection(), statement::complete);
+      changed = run_complete(up, key, token, value, ttl, clock_ms());
+    }
+    if (changed == 0)
+      throw lease_lost_error(describe("complete", id) + ": " + lost_reason(&tx.connection(), nullptr, {}, key, token));
+    tx.commit("commit the completion");
+  } catch (const sqlite_failure& f) {
+    s.unavailable("complete", &id, f.what());
+  } catch (const lease_lost_error&) {
+    s.waiters->drop(token);
+    throw;
+  }
+  s.waiters->drop(token);
+  s.waiters->notify(key.waiter_name());
+}
+
+void sqlite_store::release(const identity& id, const lease_token& token) {
+  state& s = *state_;
+  const record_key key(id);
+  try {
+    s.refuse_self_lock("release", id);
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), s.options.busy_timeout),
+                         "begin the release");
+    if (!tx.locked()) s.unavailable("release", &id, "the database stayed locked by another writer for busy_timeout");
+    const auto token_blob = detail::token_bytes(token);
+    int changed = 0;
+    {
+      bound_statement del(tx.connection(), statement::release);
+      key.bind(del);
+      del.blob(3, token_blob.data(), token_blob.size());
+      del.step("delete the record");
+      changed = del.changes();
+    }
+    if (changed == 0)
+      throw lease_lost_error(describe("release", id) + ": " + lost_reason(&tx.connection(), nullptr, {}, key, token));
+    tx.commit("commit the release");
+  } catch (const sqlite_failure& f) {
+    s.unavailable("release", &id, f.what());
+  } catch (const lease_lost_error&) {
+    s.waiters->drop(token);
+    throw;
+  }
+  s.waiters->drop(token);
+  s.waiters->notify(key.waiter_name());
+}
+
+void sqlite_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
+  state& s = *state_;
+  const record_key key(id);
+  try {
+    s.refuse_self_lock("extend", id);
+    // The heartbeat thread is shared by every record of an engine: never hold it long.
+    const milliseconds budget = std::min(s.options.busy_timeout, std::max(lease / 4, milliseconds(1)));
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), budget), "begin the extension");
+    if (!tx.locked())
+      s.unavailable("extend", &id, "the database stayed locked by another writer for a quarter of the lease");
+    const auto token_blob = detail::token_bytes(token);
+    bool extended = false;
+    {
+      bound_statement up(tx.connection(), statement::extend);
+      key.bind(up);
+      up.blob(3, token_blob.data(), token_blob.size());
+      up.integer(4, plus(clock_ms(), lease));
+      up.step("extend the lease");
+      extended = up.changes() == 1;
+    }
+    tx.commit("commit the extension");
+    if (extended && s.waiters->holds(token)) s.waiters->hold(token, lease);
+  } catch (const sqlite_failure& f) {
+    s.unavailable("extend", &id, f.what());
+  }
+}
+
+std::size_t sqlite_store::purge_expired() {
+  state& s = *state_;
+  std::size_t total = 0;
+  try {
+    for (;;) {
+      write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), s.options.busy_timeout),
+                           "begin the purge");
+      if (!tx.locked())
+        s.unavailable("purge expired records", nullptr,
+                      "the database stayed locked by another writer for busy_timeout");
+      int deleted = 0;
+      {
+        bound_statement del(tx.connection(), statement::purge_batch);
+        del.integer(1, clock_ms());
+        del.integer(2, static_cast<std::int64_t>(std::min<std::size_t>(s.options.purge_batch, INT_MAX)));
+        del.step("delete expired records");
+        deleted = del.changes();
+      }
+      tx.commit("commit the purge");
+      total += static_cast<std::size_t>(deleted);
+      if (static_cast<std::size_t>(deleted) < s.options.purge_batch) return total;
+    }
+  } catch (const sqlite_failure& f) {
+    s.unavailable("purge expired records", nullptr, f.what());
+  }
+}
+
+void sqlite_store::complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
+                                           milliseconds ttl, transaction& tx) {
+  state& s = *state_;
+  auto* own = dynamic_cast<sqlite_transaction*>(&tx);
+  if (own == nullptr)
+    throw configuration_error(
+        describe("complete_in_transaction", id) +
+        ": sqlite_store joins only an idem::sqlite_transaction, and this transaction is of "
+        "another type; open the transaction with idem::sqlite_transaction on the store's database");
+  if (!own->active())
+    throw configuration_error(describe("complete_in_transaction", id) + ": the sqlite_transaction is no longer active");
+  if (!same_file(own->connection(), s.filename)) {
+    const char* theirs = sqlite3_db_filename(own->connection(), "main");
+    throw configuration_error(describe("complete_in_transaction", id) + ": the transaction's connection is on '" +
+                              std::string(theirs != nullptr && *theirs != '\0' ? theirs : "a temporary database") +
+                              "', not on the store's database '" + s.filename + "'");
+  }
+  const record_key key(id);
+  try {
+    sqlite3* db = own->connection();
+    int changed = 0;
+    {
+      bound_statement up(db, statement::complete, s.options.table, "prepare the completion");
+      try {
+        changed = run_complete(up, key, token, value, ttl, clock_ms());
+      } catch (const sqlite_failure& f) {
+        if (f.code() == SQLITE_BUSY_SNAPSHOT)
+          throw sqlite_failure(f.code(), std::string(f.what()) +
+                                             "; the sqlite_transaction read the database before another connection "
+                                             "committed (such as the claim of this record), so SQLite cannot let it "
+                                             "write: begin the transaction's work after the idempotent call");
+        throw;
+      }
+    }
+    if (changed == 0)
+      throw lease_lost_error(describe("complete_in_transaction", id) + ": " +
+                             lost_reason(nullptr, db, s.options.table, key, token));
+  } catch (const sqlite_failure& f) {
+    s.unavailable("complete_in_transaction", &id, f.what());
+  }
+  own->after_commit([waiters = s.waiters, name = key.waiter_name(), token] {
+    waiters->drop(token);
+    waiters->notify(name);
+  });
+}
+
+}  // namespace idem

@@ -1,0 +1,237 @@
+// tests/sqlite/sqlite_transaction_test.cpp — idem::sqlite_transaction, and the engine completing
+// records with the application's own SQLite transactions.
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <idem/engine.hpp>
+#include <idem/errors.hpp>
+#include <idem/sqlite_store.hpp>
+#include <idem/sqlite_transaction.hpp>
+#include <idem/transaction.hpp>
+#include <string>
+#include <variant>
+
+#include "contract/store_contract.hpp"
+#include "sqlite_test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using idem::contract::background;
+using idem::contract::fresh_identity;
+using idem::contract::require_acquired;
+using idem::contract::require_duplicate;
+using idem::contract::require_in_flight;
+using idem::contract::sample_payload;
+using idem::contract::stopwatch;
+using idem::sqlite_test::exec;
+using idem::sqlite_test::fresh_db_path;
+using idem::sqlite_test::open_connection;
+using idem::sqlite_test::options_for;
+using idem::sqlite_test::query_int;
+using std::chrono::milliseconds;
+
+idem::context context_for(const idem::identity& id, milliseconds wait = 5s) {
+  idem::context ctx{.id = id, .ttl = 1h, .lease = 30s, .wait = wait};
+  ctx.validate();
+  return ctx;
+}
+
+class foreign_transaction final : public idem::basic_transaction {};
+
+// A file with the store's table and an application table, an engine, and a second store object
+// standing in for another process.
+struct shop {
+  shop()
+      : path(fresh_db_path("shop")), store(options_for(path)), observer(options_for(path)), db(open_connection(path)) {
+    exec(db.get(), "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY)");
+  }
+  idem::context join(const std::string& key) const {
+    return engine.make_context("Orders.place", key, {.completion = idem::completion_mode::join_transaction});
+  }
+  idem::context autonomous(const std::string& key) const { return engine.make_context("Orders.place", key); }
+  long long orders() const { return query_int(db.get(), "SELECT count(*) FROM orders"); }
+  idem::acquire_result look(const idem::context& ctx) {
+    idem::context once = ctx;
+    once.wait = 0ms;
+    return observer.try_acquire(once);
+  }
+
+  std::filesystem::path path;
+  idem::sqlite_store store;
+  idem::sqlite_store observer;
+  idem::sqlite_test::connection db;
+  idem::engine engine{store};
+};
+
+}  // namespace
+
+TEST_CASE("sqlite_transaction binds itself, commits explicitly and rolls back on destruction",
+          "[sqlite][transaction]") {
+  auto db = open_connection(fresh_db_path("tx"));
+  exec(db.get(), "CREATE TABLE t (x INTEGER)");
+  int committed = 0;
+  int rolled_back = 0;
+  {
+    idem::sqlite_transaction tx{db.get()};
+    CHECK(idem::current_transaction() == &tx);
+    CHECK(tx.active());
+    tx.after_commit([&] { ++committed; });
+    tx.after_rollback([&] { ++rolled_back; });
+    exec(db.get(), "INSERT INTO t VALUES (1)");
+    tx.commit();
+    CHECK_FALSE(tx.active());
+    CHECK_THROWS_AS(tx.commit(), idem::configuration_error);
+  }
+  CHECK(idem::current_transaction() == nullptr);
+  CHECK(committed == 1);
+  CHECK(rolled_back == 0);
+  {
+    idem::sqlite_transaction tx{db.get()};
+    tx.after_commit([&] { ++committed; });
+    tx.after_rollback([&] { ++rolled_back; });
+    exec(db.get(), "INSERT INTO t VALUES (2)");
+  }
+  CHECK(committed == 1);
+  CHECK(rolled_back == 1);
+  CHECK(query_int(db.get(), "SELECT count(*) FROM t") == 1);
+
+  SECTION("misuse") {
+    CHECK_THROWS_AS(idem::sqlite_transaction(nullptr), idem::configuration_error);
+    idem::sqlite_transaction outer{db.get()};
+    CHECK_THROWS_AS(idem::sqlite_transaction(db.get()), idem::configuration_error);
+    CHECK(idem::current_transaction() == &outer);
+  }
+  SECTION("a transaction SQLite ended on its own is no longer active") {
+    idem::sqlite_transaction tx{db.get()};
+    exec(db.get(), "ROLLBACK");
+    CHECK_FALSE(tx.active());
+  }
+}
+
+TEST_CASE("complete_in_transaction refuses other transactions with a clear message", "[sqlite][transaction]") {
+  const auto path = fresh_db_path("refuse");
+  idem::sqlite_store store{options_for(path)};
+  const auto id = fresh_identity("refuse");
+  const auto token = require_acquired(store.try_acquire(context_for(id)));
+
+  foreign_transaction foreign;
+  CHECK_THROWS_WITH(store.complete_in_transaction(id, token, sample_payload(), 1h, foreign),
+                    Catch::Contains("sqlite_transaction") && Catch::Contains(id.to_string()));
+
+  const auto other_path = fresh_db_path("refuse-other");
+  auto other_db = open_connection(other_path);
+  idem::sqlite_transaction other{other_db.get()};
+  CHECK_THROWS_AS(store.complete_in_transaction(id, token, sample_payload(), 1h, other), idem::configuration_error);
+  CHECK_THROWS_WITH(store.complete_in_transaction(id, token, sample_payload(), 1h, other),
+                    Catch::Contains(other_path.filename().string()));
+  other.rollback();
+
+  // The record is untouched by the refusals.
+  store.complete(id, token, sample_payload(), 1h);
+}
+
+TEST_CASE("join-transaction: the record commits and rolls back with the application's writes",
+          "[sqlite][transaction]") {
+  shop s;
+  SECTION("commit") {
+    const auto ctx = s.join("order-commit-" + idem::contract::unique_key("k"));
+    {
+      idem::sqlite_transaction tx{s.db.get()};
+      const auto result = s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('a')"); });
+      CHECK(std::holds_alternative<idem::executed<void>>(result));
+      require_in_flight(s.look(ctx));  // claimed for everyone, completed for nobody yet
+      tx.commit();
+    }
+    require_duplicate(s.look(ctx));
+    CHECK(s.orders() == 1);
+    idem::sqlite_transaction tx{s.db.get()};
+    const auto again = s.engine.execute(ctx, [&] { FAIL("ran twice"); });
+    CHECK(std::holds_alternative<idem::replayed<void>>(again));
+  }
+  SECTION("rollback") {
+    const auto ctx = s.join("order-rollback-" + idem::contract::unique_key("k"));
+    {
+      idem::sqlite_transaction tx{s.db.get()};
+      s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('b')"); });
+    }
+    CHECK(s.orders() == 0);
+    require_acquired(s.look(ctx));  // the rollback released the record
+  }
+}
+
+TEST_CASE("autonomous under a transaction: the record completes after the commit", "[sqlite][transaction]") {
+  shop s;
+  const auto ctx = s.autonomous("order-auto-" + idem::contract::unique_key("k"));
+  idem::sqlite_transaction tx{s.db.get()};
+  s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('c')"); });
+  require_in_flight(s.look(ctx));
+  tx.commit();
+  require_duplicate(s.look(ctx));
+}
+
+TEST_CASE("a transaction that has already written takes the claim in with it instead of deadlocking",
+          "[sqlite][transaction]") {
+  shop s;
+  const auto ctx = s.join("order-after-write-" + idem::contract::unique_key("k"));
+  SECTION("commit") {
+    idem::sqlite_transaction tx{s.db.get()};
+    exec(s.db.get(), "INSERT INTO orders VALUES ('d')");  // holds the file's write lock from here
+    const stopwatch watch;
+    const auto result = s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('e')"); });
+    CHECK(std::holds_alternative<idem::executed<void>>(result));
+    CHECK(watch.elapsed() < 2s);
+    tx.commit();
+    require_duplicate(s.look(ctx));
+    CHECK(s.orders() == 2);
+  }
+  SECTION("after a read, so that a claim committed elsewhere would leave the transaction's snapshot stale") {
+    idem::sqlite_transaction tx{s.db.get()};
+    CHECK(query_int(s.db.get(), "SELECT count(*) FROM orders") == 0);
+    s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('h')"); });
+    tx.commit();
+    require_duplicate(s.look(ctx));
+    CHECK(s.orders() == 1);
+  }
+  SECTION("rollback") {
+    {
+      idem::sqlite_transaction tx{s.db.get()};
+      exec(s.db.get(), "INSERT INTO orders VALUES ('f')");
+      s.engine.execute(ctx, [&] {});
+    }
+    require_acquired(s.look(ctx));
+    CHECK(s.orders() == 0);
+  }
+}
+
+TEST_CASE("a plain mutation while the thread's own transaction holds the write lock fails at once",
+          "[sqlite][transaction]") {
+  shop s;
+  const auto id = fresh_identity("self-lock");
+  const auto token = require_acquired(s.store.try_acquire(context_for(id)));
+  idem::sqlite_transaction tx{s.db.get()};
+  exec(s.db.get(), "INSERT INTO orders VALUES ('g')");
+  const stopwatch watch;
+  CHECK_THROWS_WITH(s.store.complete(id, token, sample_payload(), 1h),
+                    Catch::Contains("sqlite_transaction") && Catch::Contains(id.to_string()));
+  CHECK(watch.elapsed() < 1s);
+  tx.rollback();
+  s.store.complete(id, token, sample_payload(), 1h);
+}
+
+TEST_CASE("a waiter in the same store wakes when a joined completion commits", "[sqlite][transaction]") {
+  shop s;
+  const auto id = fresh_identity("wake-on-commit");
+  const auto token = require_acquired(s.store.try_acquire(context_for(id)));
+  background<idem::acquire_result> waiter([&] { return s.store.try_acquire(context_for(id, 20s)); });
+  idem::sqlite_transaction tx{s.db.get()};
+  s.store.complete_in_transaction(id, token, sample_payload(), 1h, tx);
+  REQUIRE_FALSE(waiter.finished_within(100ms));
+  const stopwatch watch;
+  tx.commit();
+  REQUIRE(waiter.finished_within(5s));
+  CHECK(require_duplicate(waiter.result()).value == sample_payload());
+  INFO("woken after " << watch.elapsed().count() << " ms");
+  CHECK(watch.elapsed() < 1s);  // an event, not the cross-process re-check
+}
