@@ -131,7 +131,8 @@ detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()>
     if (tx == nullptr)
       throw configuration_error(fmt::format(
           "{} asks for completion_mode::join_transaction, but no transaction is active on this thread; open the "
-          "transaction (idem::sqlite_transaction, idem::postgres_transaction or your own idem::transaction) around the call, or use completion_mode::autonomous",
+          "transaction (idem::sqlite_transaction, idem::postgres_transaction or your own idem::transaction) "
+          "around the call, or use completion_mode::autonomous",
           ctx.id.to_string()));
   }
 
