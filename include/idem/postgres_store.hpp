@@ -1,0 +1,118 @@
+// idem/postgres_store.hpp — the PostgreSQL store (libpq; target idem::postgres).
+//
+//   idem::postgres_store store{{.conninfo = "host=db.internal dbname=orders user=app"}};
+//   store.create_schema();             // once, or run runtime/postgres/schema.sql yourself
+//   idem::engine engine{store};
+//
+// Records live in the table idem_records (scope, SHA-256 of the key — never the raw key —, state,
+// lease, payload). Every operation is one statement on one of the store's pooled connections:
+// try_acquire calls the server-side function idem_claim, which inserts the record, takes over one
+// whose lease or replay window has passed, or answers with the complete record, in one round
+// trip. complete, release, extend and purge are single statements fenced by the lease token. All
+// timestamps come from the database clock.
+//
+// A duplicate waits without polling: one LISTEN connection per store receives a NOTIFY when a
+// record completes or is released and wakes exactly the waiters of that record. If that
+// connection drops, waiters re-check every `fallback_recheck` until it is back.
+//
+// Transactions: completion_mode::join_transaction writes the record inside an
+// idem::postgres_transaction (see <idem/postgres_transaction.hpp>) on the caller's connection, so
+// the business rows and the record commit or roll back together.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <idem/log.hpp>
+#include <idem/store.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace idem {
+
+// Settings of a postgres_store. An aggregate; the constructor validates it.
+struct postgres_store_options {
+  // libpq connection string ("host=... dbname=...") or URI ("postgresql://..."). The store's
+  // objects are looked up through the connection's search_path.
+  std::string conninfo;
+  // Connections for store operations, 1..1000; one more is opened for LISTEN. A thread waiting
+  // for a duplicate holds no connection while it waits.
+  std::size_t pool_size = 8;
+  // Bound on opening a connection and on every statement not bounded by a caller's wait
+  // (complete, release, extend, purge, create_schema, complete_in_transaction), and the grace a
+  // claim gets beyond the caller's wait. >= 1 ms. Also set as the sessions' statement_timeout.
+  std::chrono::milliseconds operation_timeout = std::chrono::seconds(5);
+  // While the LISTEN connection is down, a waiting duplicate re-checks its record this often.
+  // >= 1 ms.
+  std::chrono::milliseconds fallback_recheck = std::chrono::milliseconds(100);
+  // Rows deleted per statement by purge_expired(), >= 1.
+  std::size_t purge_batch = 10000;
+  // fallback_application_name of the store's connections; the LISTEN connection gets
+  // "<application_name>-listener". A conninfo that sets application_name wins.
+  std::string application_name = "idem";
+  // Where the store reports what it cannot throw (its LISTEN connection dropping). Empty = silent.
+  log_sink log = stderr_log_sink;
+};
+
+// idem::postgres_store
+//
+// Thread-safe. Not copyable or movable. The database may be down when the store is built: every
+// operation then fails with store_unavailable_error naming the operation and the masked record,
+// within its bound, and the store recovers by itself when the database is back.
+class postgres_store final : public store {
+ public:
+  // Throws configuration_error for an empty or unparsable conninfo, a pool size outside 1..1000,
+  // a timeout or interval below 1 ms, or a purge batch of 0. Opens no connection to the pool
+  // (they open on first use) and starts the LISTEN thread.
+  explicit postgres_store(postgres_store_options options);
+  // Stops the LISTEN thread and closes every connection. No call may be running.
+  ~postgres_store() override;
+  postgres_store(const postgres_store&) = delete;
+  postgres_store& operator=(const postgres_store&) = delete;
+
+  acquire_result try_acquire(const context& ctx) override;
+  void complete(const identity& id, const lease_token& token, const payload& value,
+                std::chrono::milliseconds ttl) override;
+  void release(const identity& id, const lease_token& token) override;
+  void extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
+  std::size_t purge_expired() override;
+
+  bool supports_transactional_completion() const noexcept override { return true; }
+
+  // Runs the completing UPDATE on the connection of `tx`, which must be an
+  // idem::postgres_transaction (anything else throws configuration_error), inside that
+  // transaction: the record commits or rolls back with it, and waiters are notified at commit.
+  // Throws lease_lost_error like complete(), store_unavailable_error if the statement fails (the
+  // caller's transaction is then aborted), bounded by operation_timeout (the statement is
+  // cancelled, the connection kept).
+  void complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
+                               std::chrono::milliseconds ttl, transaction& tx) override;
+
+  std::string_view name() const noexcept override { return "postgres_store"; }
+
+  // Creates the table idem_records, its index and the function idem_claim if they do not exist
+  // (the text of schema_sql()), in one transaction under an advisory lock: safe to call
+  // repeatedly and from several processes at once. Throws store_unavailable_error.
+  void create_schema();
+
+  // The schema script shipped as runtime/postgres/schema.sql.
+  static std::string_view schema_sql() noexcept;
+
+  // Counters since construction, for tests, metrics and benchmarks.
+  struct statistics {
+    std::uint64_t round_trips = 0;         // statements sent to the server (prepares included)
+    std::uint64_t connections_opened = 0;  // pool connections opened (replacements included)
+    std::uint64_t listener_connects = 0;   // successful LISTEN connections
+  };
+  statistics stats() const noexcept;
+
+  // The server process id of the LISTEN connection, or 0 while it is down. For tests.
+  int listener_backend_pid() const noexcept;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace idem

@@ -1,0 +1,419 @@
+// runtime/postgres/postgres_store.cpp — idem::postgres_store.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <idem/errors.hpp>
+#include <idem/postgres_store.hpp>
+#include <idem/postgres_transaction.hpp>
+#include <optional>
+#include <utility>
+
+#include "attributes_codec.hpp"
+#include "connection_pool.hpp"
+#include "notification_listener.hpp"
+#include "pg_connection.hpp"
+#include "statements.hpp"
+
+namespace idem {
+namespace {
+
+using namespace detail::pg;
+using std::chrono::milliseconds;
+using digest = std::array<unsigned char, 32>;
+
+constexpr std::size_t max_pool_size = 1000;
+// The shortest lock_timeout a claim runs with, whatever the caller's remaining wait.
+constexpr milliseconds min_lock_wait{100};
+// pg_advisory_xact_lock key that serializes create_schema() across sessions ("idemschm").
+constexpr long long schema_lock_key = 0x6964656d7363686dLL;
+
+// The key of a record in notifications and in the listener's table: scope and digest. A scope
+// never contains ':', so the form is unambiguous.
+std::string record_key(const identity& id, const digest& d) {
+  return id.scope() + ':' + to_hex(d.data(), d.size());
+}
+
+std::int64_t to_ms(milliseconds d) {
+  return std::max<std::int64_t>(d.count(), 0);
+}
+
+[[noreturn]] void throw_unavailable(std::string_view operation, const std::string& record, const pg_error& e,
+                                    std::string_view note = {}) {
+  std::string hint;
+  if (e.kind() == failure::server && is_missing_schema(e.sqlstate()))
+    hint = "; the idem schema is missing: call postgres_store::create_schema() or run schema.sql";
+  const std::string subject = record.empty() ? std::string() : " " + record;
+  throw store_unavailable_error(
+      fmt::format("postgres_store: cannot {}{}: {}{}{}", operation, subject, e.what(), hint, note));
+}
+
+postgres_store_options validated(postgres_store_options o) {
+  if (o.conninfo.empty())
+    throw configuration_error(
+        "postgres_store: conninfo is empty; give a libpq connection string such as \"host=localhost dbname=app\"");
+  if (o.pool_size < 1 || o.pool_size > max_pool_size)
+    throw configuration_error(
+        fmt::format("postgres_store: pool_size must be between 1 and {}, got: {}", max_pool_size, o.pool_size));
+  if (o.operation_timeout < milliseconds(1))
+    throw configuration_error(
+        fmt::format("postgres_store: operation_timeout must be at least 1ms, got: {}ms", o.operation_timeout.count()));
+  if (o.fallback_recheck < milliseconds(1))
+    throw configuration_error(
+        fmt::format("postgres_store: fallback_recheck must be at least 1ms, got: {}ms", o.fallback_recheck.count()));
+  if (o.purge_batch < 1) throw configuration_error("postgres_store: purge_batch must be at least 1, got: 0");
+  return o;
+}
+
+connect_params pool_params(const postgres_store_options& o) {
+  connect_params p = connect_params::parse(o.conninfo);
+  p.set_default("fallback_application_name", o.application_name);
+  // A server-side bound too, so that a statement we stopped waiting for stops on the server.
+  p.append_server_option(fmt::format("-c statement_timeout={}", o.operation_timeout.count()));
+  return p;
+}
+
+connect_params listener_params(const postgres_store_options& o) {
+  connect_params p = connect_params::parse(o.conninfo);
+  p.set_default("fallback_application_name", o.application_name + "-listener");
+  // The LISTEN connection is idle for long stretches: have TCP notice a peer that vanished.
+  p.set_default("keepalives", "1");
+  p.set_default("keepalives_idle", "10");
+  p.set_default("keepalives_interval", "5");
+  p.set_default("keepalives_count", "3");
+  return p;
+}
+
+// What idem_claim answered.
+struct claim_answer {
+  enum class kind { acquired, duplicate, in_flight, mismatch, busy } what = kind::busy;
+  milliseconds retry_after{0};
+  std::string stored_fingerprint;
+  payload value;
+  std::chrono::system_clock::time_point completed_at;
+};
+
+// Why a fenced statement (complete, release) changed nothing, from its diagnosis columns.
+std::string lease_lost_reason(const PGresult* r) {
+  if (is_null(r, 0, 1)) return "the record is absent (released, purged or never acquired)";
+  const std::string status = get_bytes(r, 0, 1);
+  if (status == "complete") {
+    if (!is_null(r, 0, 3) && !get_bool(r, 0, 3)) return "the record is absent (its replay window has passed)";
+    return "the record is already complete";
+  }
+  return "the record is held under another lease (this lease expired and another caller took it over)";
+}
+
+}  // namespace
+
+struct postgres_store::impl {
+  explicit impl(postgres_store_options o)
+      : options(validated(std::move(o))),
+        params(pool_params(options)),
+        pool(params, options.pool_size, &connections_opened),
+        listener(listener_params(options), notify_channel, options.operation_timeout, options.log, &listener_connects) {
+  }
+
+  // Runs statement `id` on `c`, preparing it first if this connection has not yet. A broken
+  // connection or a timeout marks the checkout broken.
+  result_ptr run(connection_pool::checkout& c, statement_id id, const param_list& p, steady::time_point deadline) {
+    const statement& s = statement_for(id);
+    const std::uint32_t bit = 1u << static_cast<unsigned>(id);
+    try {
+      if ((c.connection().prepared & bit) == 0) {
+        round_trips.fetch_add(1, std::memory_order_relaxed);
+        prepare(c.get(), s.name, s.sql, s.param_count, s.types.data(), deadline);
+        c.connection().prepared |= bit;
+      }
+      round_trips.fetch_add(1, std::memory_order_relaxed);
+      return exec_prepared(c.get(), s.name, p, deadline);
+    } catch (const pg_error& e) {
+      if (e.kind() != failure::server) c.mark_broken();
+      throw;
+    }
+  }
+
+  claim_answer claim(const context& ctx, const digest& d, const lease_token& token, steady::time_point deadline) {
+    const auto now = steady::now();
+    const auto remaining = std::chrono::ceil<milliseconds>(std::max(deadline - now, steady::duration::zero()));
+    const auto bound = std::max(deadline, now) + options.operation_timeout;
+    auto c = pool.acquire(bound);
+    param_list p;
+    p.text(ctx.id.scope()).bytes(d.data(), d.size()).uuid(token).int8(to_ms(ctx.lease)).int8(to_ms(ctx.ttl));
+    if (ctx.fingerprint) {
+      p.text(*ctx.fingerprint);
+    } else {
+      p.null();
+    }
+    // A row lock on a record being taken over is waited for as long as the caller waits, but at
+    // least a little, so a lock held for an instant (another claim) is not mistaken for a holder.
+    p.int8(std::max<std::int64_t>(remaining.count(),
+                                  std::min<std::int64_t>(options.operation_timeout.count(), min_lock_wait.count())));
+
+    result_ptr r;
+    try {
+      r = run(c, statement_id::claim, p, bound);
+    } catch (const pg_error& e) {
+      // Another session got there first (or held a lock past our wait): look again.
+      if (e.kind() == failure::server && is_lost_race(e.sqlstate())) return {};
+      throw;
+    }
+    if (PQntuples(r.get()) != 1 || PQnfields(r.get()) != 7)
+      throw corrupt_record_error(
+          fmt::format("postgres_store: idem_claim answered {} rows of {} columns for {}; "
+                      "is the schema from another version?",
+                      PQntuples(r.get()), PQnfields(r.get()), ctx.id.to_string()));
+    claim_answer a;
+    const std::string outcome = get_bytes(r.get(), 0, 0);
+    if (outcome == "acquired") {
+      a.what = claim_answer::kind::acquired;
+    } else if (outcome == "duplicate") {
+      a.what = claim_answer::kind::duplicate;
+      a.value.type = get_bytes(r.get(), 0, 3);
+      a.value.body = get_bytes(r.get(), 0, 4);
+      if (!is_null(r.get(), 0, 5)) a.value.attributes = decode_attributes(get_bytes(r.get(), 0, 5), ctx.id.to_string());
+      a.completed_at =
+          std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::microseconds(get_int8(r.get(), 0, 6))));
+    } else if (outcome == "in_flight") {
+      a.what = claim_answer::kind::in_flight;
+      a.retry_after = milliseconds(std::max<std::int64_t>(get_int8(r.get(), 0, 1), 0));
+    } else if (outcome == "mismatch") {
+      a.what = claim_answer::kind::mismatch;
+      a.stored_fingerprint = get_bytes(r.get(), 0, 2);
+    } else if (outcome == "busy") {
+      a.what = claim_answer::kind::busy;
+    } else {
+      throw corrupt_record_error(
+          fmt::format("postgres_store: idem_claim answered an unknown outcome for {}", ctx.id.to_string()));
+    }
+    return a;
+  }
+
+  // Runs complete or release: one statement fenced by the token. Retries a statement that lost a
+  // deadlock or serialization race (it changed nothing). Throws lease_lost_error if nothing
+  // was held under the token.
+  void fenced(statement_id id, std::string_view operation, const identity& ident, const param_list& p) {
+    const auto deadline = steady::now() + options.operation_timeout;
+    for (int attempt = 1;; ++attempt) {
+      std::optional<connection_pool::checkout> c;
+      try {
+        c.emplace(pool.acquire(deadline));
+      } catch (const pg_error& e) {
+        throw_unavailable(operation, ident.to_string(), e);  // nothing was sent
+      }
+      result_ptr r;
+      try {
+        r = run(*c, id, p, deadline);
+      } catch (const pg_error& e) {
+        if (e.kind() == failure::server && is_lost_race(e.sqlstate()) && attempt < 3) continue;
+        const bool unknown = e.kind() == failure::connection_lost || e.kind() == failure::timeout;
+        throw_unavailable(operation, ident.to_string(), e,
+                          unknown ? "; whether it took effect is unknown" : std::string_view{});
+      }
+      check_fenced(r.get(), operation, ident);
+      return;
+    }
+  }
+
+  static void check_fenced(const PGresult* r, std::string_view operation, const identity& ident) {
+    if (PQntuples(r) != 1 || PQnfields(r) != 4)
+      throw corrupt_record_error(
+          fmt::format("postgres_store: unexpected answer to {} {}", operation, ident.to_string()));
+    if (get_int8(r, 0, 0) == 1) return;
+    throw lease_lost_error(fmt::format("postgres_store: cannot {} {}: lease lost: {}", operation, ident.to_string(),
+                                       lease_lost_reason(r)));
+  }
+
+  static param_list complete_params(const identity& id, const digest& d, const lease_token& token, const payload& value,
+                                    milliseconds ttl) {
+    param_list p;
+    p.text(id.scope())
+        .bytes(d.data(), d.size())
+        .uuid(token)
+        .text(value.type)
+        .bytes(value.body)
+        .bytes(encode_attributes(value.attributes))
+        .int8(to_ms(ttl))
+        .text(record_key(id, d));
+    return p;
+  }
+
+  postgres_store_options options;
+  connect_params params;
+  std::atomic<std::uint64_t> round_trips{0};
+  std::atomic<std::uint64_t> connections_opened{0};
+  std::atomic<std::uint64_t> listener_connects{0};
+  connection_pool pool;
+  notification_listener listener;
+};
+
+postgres_store::postgres_store(postgres_store_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
+
+postgres_store::~postgres_store() = default;
+
+acquire_result postgres_store::try_acquire(const context& ctx) {
+  const auto deadline = steady::now() + ctx.wait;
+  const digest d = ctx.id.key_digest();
+  // One token for every look of this call: a look retried after a lost connection, which may
+  // have acquired already, then answers "acquired" again instead of "in flight".
+  const lease_token token = lease_token::generate();
+  std::unique_ptr<notification_listener::subscription> subscription;
+  bool retried_lost_connection = false;
+  unsigned lost_races = 0;
+
+  for (;;) {
+    claim_answer a;
+    try {
+      a = impl_->claim(ctx, d, token, deadline);
+    } catch (const pg_error& e) {
+      if (e.kind() == failure::connection_lost && !retried_lost_connection) {
+        retried_lost_connection = true;
+        continue;
+      }
+      throw_unavailable("try_acquire", ctx.id.to_string(), e);
+    }
+    switch (a.what) {
+      case claim_answer::kind::acquired:
+        return acquired{token};
+      case claim_answer::kind::duplicate:
+        return duplicate{std::move(a.value), a.completed_at};
+      case claim_answer::kind::mismatch:
+        return fingerprint_mismatch{std::move(a.stored_fingerprint), ctx.fingerprint.value_or(std::string())};
+      case claim_answer::kind::in_flight:
+      case claim_answer::kind::busy:
+        break;
+    }
+    const auto now = steady::now();
+    if (now >= deadline) return in_flight{a.retry_after};
+    if (!subscription) {
+      // Subscribe, then look again: a completion between our look and the subscription would
+      // otherwise never wake us.
+      subscription = impl_->listener.subscribe(record_key(ctx.id, d));
+      continue;
+    }
+    steady::time_point until;
+    if (a.what == claim_answer::kind::busy) {
+      // The record changed under us: look again at once, then back off a little (up to 32 ms)
+      // if races keep being lost, so a storm of them does not become a storm of statements.
+      const auto pause = std::chrono::microseconds(lost_races == 0 ? 0 : (500 << std::min(lost_races, 6u)));
+      ++lost_races;
+      until = std::min(deadline, now + pause);
+    } else {
+      // Wake up when the record is notified, when the holder's lease runs out (to take it over),
+      // or at our deadline; while the listener is down, re-check periodically.
+      lost_races = 0;
+      until = std::min(deadline, now + a.retry_after + milliseconds(1));
+      if (!impl_->listener.healthy()) until = std::min(until, now + impl_->options.fallback_recheck);
+    }
+    if (until > now) subscription->wait_until(until);
+  }
+}
+
+void postgres_store::complete(const identity& id, const lease_token& token, const payload& value, milliseconds ttl) {
+  const digest d = id.key_digest();
+  impl_->fenced(statement_id::complete, "complete", id, impl::complete_params(id, d, token, value, ttl));
+}
+
+void postgres_store::release(const identity& id, const lease_token& token) {
+  const digest d = id.key_digest();
+  param_list p;
+  p.text(id.scope()).bytes(d.data(), d.size()).uuid(token).text(record_key(id, d));
+  impl_->fenced(statement_id::release, "release", id, p);
+}
+
+void postgres_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
+  const digest d = id.key_digest();
+  param_list p;
+  p.text(id.scope()).bytes(d.data(), d.size()).uuid(token).int8(to_ms(lease));
+  const auto deadline = steady::now() + impl_->options.operation_timeout;
+  try {
+    auto c = impl_->pool.acquire(deadline);
+    impl_->run(c, statement_id::extend, p, deadline);
+  } catch (const pg_error& e) {
+    if (e.kind() == failure::server && is_lost_race(e.sqlstate())) return;  // someone else holds it: no-op
+    throw_unavailable("extend", id.to_string(), e);
+  }
+}
+
+std::size_t postgres_store::purge_expired() {
+  std::size_t total = 0;
+  param_list p;
+  p.int8(static_cast<std::int64_t>(impl_->options.purge_batch));
+  for (;;) {
+    const auto deadline = steady::now() + impl_->options.operation_timeout;
+    std::int64_t deleted = 0;
+    try {
+      auto c = impl_->pool.acquire(deadline);
+      result_ptr r = impl_->run(c, statement_id::purge, p, deadline);
+      deleted = get_int8(r.get(), 0, 0);
+    } catch (const pg_error& e) {
+      if (e.kind() == failure::server && is_lost_race(e.sqlstate())) continue;
+      throw_unavailable("purge_expired", {}, e);
+    }
+    total += static_cast<std::size_t>(deleted);
+    if (static_cast<std::size_t>(deleted) < impl_->options.purge_batch) return total;
+  }
+}
+
+void postgres_store::complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
+                                             milliseconds ttl, transaction& tx) {
+  auto* pg_tx = dynamic_cast<postgres_transaction*>(&tx);
+  if (pg_tx == nullptr)
+    throw configuration_error(
+        fmt::format("postgres_store cannot complete {} inside this transaction: join-transaction completion needs an "
+                    "idem::postgres_transaction over the connection your business writes use; another transaction type "
+                    "is bound to this thread",
+                    id.to_string()));
+  if (!pg_tx->active())
+    throw configuration_error(
+        fmt::format("postgres_store cannot complete {} inside the transaction: it already ended", id.to_string()));
+
+  const digest d = id.key_digest();
+  const param_list p = impl::complete_params(id, d, token, value, ttl);
+  const statement& s = statement_for(statement_id::complete);
+  result_ptr r;
+  try {
+    impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
+    r = exec_params(pg_tx->connection(), s.sql, s.types.data(), p, steady::now() + impl_->options.operation_timeout,
+                    /*cancel_on_timeout=*/true);
+  } catch (const pg_error& e) {
+    throw_unavailable("complete_in_transaction", id.to_string(), e,
+                      "; the caller's transaction cannot commit and must roll back");
+  }
+  impl::check_fenced(r.get(), "complete_in_transaction", id);
+}
+
+void postgres_store::create_schema() {
+  const std::string script =
+      fmt::format("BEGIN;\nSELECT pg_advisory_xact_lock({});\n{}\nCOMMIT;", schema_lock_key, schema_text);
+  const auto deadline = steady::now() + impl_->options.operation_timeout;
+  try {
+    auto c = impl_->pool.acquire(deadline);
+    try {
+      impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
+      exec_simple(c.get(), script.c_str(), deadline);
+    } catch (const pg_error&) {
+      c.mark_broken();  // possibly inside the failed transaction
+      throw;
+    }
+  } catch (const pg_error& e) {
+    throw_unavailable("create_schema", {}, e);
+  }
+}
+
+std::string_view postgres_store::schema_sql() noexcept {
+  return schema_text;
+}
+
+postgres_store::statistics postgres_store::stats() const noexcept {
+  return {impl_->round_trips.load(std::memory_order_relaxed), impl_->connections_opened.load(std::memory_order_relaxed),
+          impl_->listener_connects.load(std::memory_order_relaxed)};
+}
+
+int postgres_store::listener_backend_pid() const noexcept {
+  return impl_->listener.backend_pid();
+}
+
+}  // namespace idem
