@@ -1,0 +1,367 @@
+// bench/redis/redis_bench.cpp — idem::redis_store against the raw round-trip floor, on one server.
+//
+//   idem_bench_redis --address 127.0.0.1:6379 [--calls 2000] [--repeats 5] [--threads 8]
+//                    [--wake-samples 300 (0 = skip)] [--only NAME]
+//
+// Workload (the peers in bench/peers run the same): a phase of `calls` calls with unique keys
+// (first calls), then the same keys again (replays), then `calls` calls on one completed key (hot).
+// Each phase is repeated and the median throughput is printed, with p50/p99 latency of one call.
+// With --threads T every thread runs `calls` calls of its own.
+//
+// Rows:
+//   raw       hiredis with no library: first call = SET NX PX + SET PX (2 round trips), replay = GET
+//             (1 round trip): the floor any store with these round trips can reach.
+//   raw-lua   the same commands, each wrapped in a one-line Lua script sent with EVALSHA: the floor
+//             of a design whose every round trip is a script, as idem's is.
+//   store     redis_store::try_acquire + complete, then try_acquire.
+//   engine    idem::engine::execute with json_codec around the store: what an application calls.
+//   engine+cache  the same with the local cache of completed records (10,000 entries).
+// Plus the wake-up latency of a waiting duplicate: from just before the holder's complete() to the
+// waiter's return.
+//
+// Every line starting with "RESULT" is machine-readable for bench/redis/run.sh:
+//   RESULT <row> <threads> <phase> <ops/s> <p50 us> <p99 us>
+// Benchmarks are not tests: nothing here asserts a time.
+#include <algorithm>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include <hiredis/hiredis.h>
+#include <nlohmann/json.hpp>
+
+#include <idem/engine.hpp>
+#include <idem/json_codec.hpp>
+#include <idem/lease_token.hpp>
+#include <idem/redis_store.hpp>
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+struct receipt {
+  bool ok = false;
+  std::string order_id;
+  long amount = 0;
+  NLOHMANN_DEFINE_TYPE_INTRUSIVE(receipt, ok, order_id, amount)
+};
+
+struct settings {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  int calls = 2000;
+  int repeats = 5;
+  int threads = 8;
+  int wake_samples = 300;
+  std::string only;
+};
+
+// One phase's measurement.
+struct sample {
+  double ops_per_second = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+};
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+// Runs `call(thread, i)` for i in [0, calls) on each of `threads` threads and measures it.
+sample measure(int threads, int calls, const std::function<void(int, int)>& call) {
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
+  std::vector<clock_type::time_point> began(static_cast<std::size_t>(threads));
+  std::vector<clock_type::time_point> ended(static_cast<std::size_t>(threads));
+  std::barrier start(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      const auto me = static_cast<std::size_t>(t);
+      auto& mine = latencies[me];
+      mine.reserve(static_cast<std::size_t>(calls));
+      start.arrive_and_wait();
+      began[me] = clock_type::now();
+      for (int i = 0; i < calls; ++i) {
+        const auto before = clock_type::now();
+        call(t, i);
+        mine.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - before).count());
+      }
+      ended[me] = clock_type::now();
+    });
+  }
+  for (auto& w : workers) w.join();
+  // From the first thread's start to the last thread's end.
+  const double seconds =
+      std::chrono::duration<double>(*std::max_element(ended.begin(), ended.end()) -
+                                    *std::min_element(began.begin(), began.end()))
+          .count();
+  std::vector<double> all;
+  for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
+  sample s;
+  s.ops_per_second = static_cast<double>(threads) * calls / seconds;
+  s.p50_us = percentile(all, 0.50);
+  s.p99_us = percentile(all, 0.99);
+  return s;
+}
+
+sample median_of(std::vector<sample> runs) {
+  std::sort(runs.begin(), runs.end(), [](const sample& a, const sample& b) { return a.ops_per_second < b.ops_per_second; });
+  return runs[runs.size() / 2];
+}
+
+void report(const std::string& row, int threads, const std::string& phase, const sample& s) {
+  std::printf("RESULT %s %d %s %.0f %.1f %.1f\n", row.c_str(), threads, phase.c_str(), s.ops_per_second, s.p50_us,
+              s.p99_us);
+  std::fflush(stdout);
+}
+
+std::string run_id() { return idem::lease_token::generate().to_string().substr(0, 10); }
+
+// --- raw floor ---------------------------------------------------------------------------------
+
+class raw_client {
+ public:
+  raw_client(const settings& s) {
+    timeval tv{2, 0};
+    c_ = redisConnectWithTimeout(s.host.c_str(), s.port, tv);
+    if (c_ == nullptr || c_->err != 0) throw std::runtime_error("cannot connect to redis");
+  }
+  ~raw_client() { redisFree(c_); }
+  raw_client(const raw_client&) = delete;
+  raw_client& operator=(const raw_client&) = delete;
+  // SCRIPT LOAD `source`; returns its digest.
+  std::string load(const std::string& source) {
+    auto* reply = static_cast<redisReply*>(redisCommand(c_, "SCRIPT LOAD %b", source.data(), source.size()));
+    if (reply == nullptr || reply->type != REDIS_REPLY_STRING) throw std::runtime_error("SCRIPT LOAD failed");
+    std::string sha(reply->str, reply->len);
+    freeReplyObject(reply);
+    return sha;
+  }
+  void command(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* reply = static_cast<redisReply*>(redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (reply == nullptr) throw std::runtime_error("redis command failed");
+    const bool failed = reply->type == REDIS_REPLY_ERROR;
+    freeReplyObject(reply);
+    if (failed) throw std::runtime_error("redis answered an error");
+  }
+
+ private:
+  redisContext* c_;
+};
+
+void bench_raw(const settings& s, int threads, bool scripted) {
+  std::vector<std::unique_ptr<raw_client>> clients;
+  for (int t = 0; t < threads; ++t) clients.push_back(std::make_unique<raw_client>(s));
+  const std::string value = R"({"ok":true,"order_id":"o-1","amount":42})";
+  std::string claim_sha, set_sha, get_sha;
+  if (scripted) {
+    claim_sha = clients[0]->load("return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', '3600000')");
+    set_sha = clients[0]->load("return redis.call('SET', KEYS[1], ARGV[1], 'PX', '3600000')");
+    get_sha = clients[0]->load("return redis.call('GET', KEYS[1])");
+  }
+  std::vector<sample> first, replay, hot;
+  for (int r = 0; r < s.repeats; ++r) {
+    const std::string id = run_id();
+    auto key = [&](int t, int i) { return "bench:raw:" + id + ":" + std::to_string(t) + ":" + std::to_string(i); };
+    auto& c = clients;
+    first.push_back(measure(threads, s.calls, [&](int t, int i) {
+      const std::string k = key(t, i);
+      auto& client = *c[static_cast<std::size_t>(t)];
+      if (scripted) {
+        client.command({"EVALSHA", claim_sha, "1", k, "INPROGRESS"});
+        client.command({"EVALSHA", set_sha, "1", k, value});
+      } else {
+        client.command({"SET", k, "INPROGRESS", "NX", "PX", "3600000"});
+        client.command({"SET", k, value, "PX", "3600000"});
+      }
+    }));
+    auto get = [&](int t, const std::string& k) {
+      auto& client = *c[static_cast<std::size_t>(t)];
+      if (scripted) {
+        client.command({"EVALSHA", get_sha, "1", k});
+      } else {
+        client.command({"GET", k});
+      }
+    };
+    replay.push_back(measure(threads, s.calls, [&](int t, int i) { get(t, key(t, i)); }));
+    hot.push_back(measure(threads, s.calls, [&](int t, int) { get(t, key(0, 0)); }));
+  }
+  const std::string row = scripted ? "raw-lua" : "raw";
+  report(row, threads, "first", median_of(first));
+  report(row, threads, "replay", median_of(replay));
+  report(row, threads, "hot", median_of(hot));
+}
+
+// --- idem --------------------------------------------------------------------------------------
+
+idem::redis_store_options store_options(const settings& s, bool cache) {
+  idem::redis_store_options o;
+  o.host = s.host;
+  o.port = s.port;
+  o.prefix = "bench:idem:";
+  o.pool_size = static_cast<std::size_t>(std::max(8, s.threads));
+  if (cache) o.local_cache = {.max_entries = 100'000, .max_age = 60s};
+  return o;
+}
+
+void bench_store(const settings& s, int threads) {
+  idem::redis_store store(store_options(s, false));
+  const idem::payload value{"application/json", R"({"ok":true,"order_id":"o-1","amount":42})", {}};
+  std::vector<sample> first, replay, hot;
+  for (int r = 0; r < s.repeats; ++r) {
+    const std::string id = run_id();
+    auto ctx = [&](int t, int i) {
+      return idem::context{.id = idem::identity("Bench.store", id + ":" + std::to_string(t) + ":" + std::to_string(i)),
+                           .ttl = 1h, .lease = 30s, .wait = 0ms};
+    };
+    first.push_back(measure(threads, s.calls, [&](int t, int i) {
+      const auto c = ctx(t, i);
+      auto result = store.try_acquire(c);
+      store.complete(c.id, std::get<idem::acquired>(result).token, value, c.ttl);
+    }));
+    replay.push_back(measure(threads, s.calls, [&](int t, int i) {
+      if (!std::holds_alternative<idem::duplicate>(store.try_acquire(ctx(t, i)))) throw std::runtime_error("not a duplicate");
+    }));
+    hot.push_back(measure(threads, s.calls, [&](int, int) {
+      if (!std::holds_alternative<idem::duplicate>(store.try_acquire(ctx(0, 0)))) throw std::runtime_error("not a duplicate");
+    }));
+  }
+  report("store", threads, "first", median_of(first));
+  report("store", threads, "replay", median_of(replay));
+  report("store", threads, "hot", median_of(hot));
+}
+
+void bench_engine(const settings& s, int threads, bool cache) {
+  idem::redis_store store(store_options(s, cache));
+  idem::engine engine(store);
+  const std::string row = cache ? "engine+cache" : "engine";
+  std::vector<sample> first, replay, hot;
+  std::atomic<long> executions{0};
+  for (int r = 0; r < s.repeats; ++r) {
+    const std::string id = run_id();
+    auto call = [&](int t, int i) {
+      const std::string key = id + ":" + std::to_string(t) + ":" + std::to_string(i);
+      const auto ctx = engine.make_context("Bench.charge", key);
+      auto outcome = engine.execute<receipt>(
+          ctx, [&] {
+            executions.fetch_add(1, std::memory_order_relaxed);
+            return receipt{true, key, 42};
+          },
+          idem::json_codec{});
+      if (std::holds_alternative<idem::in_flight>(outcome)) throw std::runtime_error("in flight");
+    };
+    const long before = executions.load();
+    first.push_back(measure(threads, s.calls, call));
+    replay.push_back(measure(threads, s.calls, call));
+    hot.push_back(measure(threads, s.calls, [&](int, int) { call(0, 0); }));
+    if (executions.load() - before != static_cast<long>(threads) * s.calls) throw std::runtime_error("wrong execution count");
+  }
+  report(row, threads, "first", median_of(first));
+  report(row, threads, "replay", median_of(replay));
+  report(row, threads, "hot", median_of(hot));
+}
+
+// --- wake-up latency ---------------------------------------------------------------------------
+
+void bench_wake(const settings& s) {
+  idem::redis_store store(store_options(s, false));
+  const std::string id = run_id();
+  const idem::payload value{"application/json", "{}", {}};
+  std::vector<double> latencies;
+  for (int i = 0; i < s.wake_samples; ++i) {
+    const idem::identity key("Bench.wake", id + ":" + std::to_string(i));
+    const idem::context holder_ctx{.id = key, .ttl = 1h, .lease = 30s, .wait = 0ms};
+    const auto token = std::get<idem::acquired>(store.try_acquire(holder_ctx)).token;
+    std::atomic<clock_type::time_point::rep> returned{0};
+    std::thread waiter([&] {
+      const idem::context ctx{.id = key, .ttl = 1h, .lease = 30s, .wait = 10s};
+      auto r = store.try_acquire(ctx);
+      returned = clock_type::now().time_since_epoch().count();
+      if (!std::holds_alternative<idem::duplicate>(r)) std::fprintf(stderr, "waiter did not replay\n");
+    });
+    std::this_thread::sleep_for(3ms);  // let the waiter subscribe (a benchmark may sleep)
+    const auto before = clock_type::now();
+    store.complete(key, token, value, 1h);
+    waiter.join();
+    latencies.push_back(
+        std::chrono::duration<double, std::micro>(clock_type::duration(returned.load()) - before.time_since_epoch()).count());
+  }
+  sample w;
+  w.p50_us = percentile(latencies, 0.50);
+  w.p99_us = percentile(latencies, 0.99);
+  w.ops_per_second = 0;
+  report("wake", 1, "wake", w);
+  std::printf("RESULT wake-max 1 wake 0 %.1f %.1f\n", percentile(latencies, 1.0), percentile(latencies, 1.0));
+}
+
+settings parse(int argc, char** argv) {
+  settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--address") {
+      const std::string a = next();
+      const auto colon = a.rfind(':');
+      s.host = a.substr(0, colon);
+      s.port = std::stoi(a.substr(colon + 1));
+    } else if (arg == "--calls") {
+      s.calls = std::stoi(next());
+    } else if (arg == "--repeats") {
+      s.repeats = std::stoi(next());
+    } else if (arg == "--threads") {
+      s.threads = std::stoi(next());
+    } else if (arg == "--wake-samples") {
+      s.wake_samples = std::stoi(next());
+    } else if (arg == "--only") {
+      s.only = next();
+    } else {
+      throw std::runtime_error("unknown argument " + arg);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const settings s = parse(argc, argv);
+    auto wanted = [&](const std::string& name) { return s.only.empty() || s.only == name; };
+    std::printf("# idem_bench_redis: %d calls x %d repeats per phase, threads 1 and %d, redis at %s:%d\n", s.calls,
+                s.repeats, s.threads, s.host.c_str(), s.port);
+    for (int threads : {1, s.threads}) {
+      if (wanted("raw")) bench_raw(s, threads, false);
+      if (wanted("raw-lua")) bench_raw(s, threads, true);
+      if (wanted("store")) bench_store(s, threads);
+      if (wanted("engine")) bench_engine(s, threads, false);
+      if (wanted("engine+cache")) bench_engine(s, threads, true);
+    }
+    if (wanted("wake") && s.wake_samples > 0) bench_wake(s);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "idem_bench_redis: %s\n", e.what());
+    return 1;
+  }
+}

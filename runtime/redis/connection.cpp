@@ -1,0 +1,107 @@
+// runtime/redis/connection.cpp — one blocking hiredis connection.
+#include "connection.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+namespace idem::detail::redis {
+namespace {
+
+timeval to_timeval(std::chrono::milliseconds d) {
+  timeval tv{};
+  tv.tv_sec = static_cast<decltype(tv.tv_sec)>(d.count() / 1000);
+  tv.tv_usec = static_cast<decltype(tv.tv_usec)>((d.count() % 1000) * 1000);
+  return tv;
+}
+
+}  // namespace
+
+std::string endpoint::describe() const { return host + ":" + std::to_string(port); }
+
+connection::connection(const endpoint& where) : command_timeout_(where.command_timeout) {
+  context_.reset(redisConnectWithTimeout(where.host.c_str(), where.port, to_timeval(where.connect_timeout)));
+  if (context_ == nullptr) throw io_failure("cannot allocate a hiredis context");
+  if (context_->err != 0) {
+    std::string reason = context_->errstr;
+    context_.reset();
+    if (reason.find("timed out") != std::string::npos || reason.find("Resource temporarily") != std::string::npos)
+      reason = "connect timed out after " + std::to_string(where.connect_timeout.count()) + " ms";
+    throw io_failure("cannot connect to " + where.describe() + ": " + reason);
+  }
+  redisSetTimeout(context_.get(), to_timeval(where.command_timeout));
+  redisEnableKeepAlive(context_.get());
+
+  auto expect_ok = [&](command& cmd, std::string_view what) {
+    reply_ptr reply = run(cmd);
+    if (reply->type == REDIS_REPLY_ERROR) {
+      broken_ = true;
+      throw io_failure(std::string(what) + " failed: " + std::string(text(reply.get())));
+    }
+  };
+  if (!where.password.empty()) {
+    command auth;
+    auth.arg("AUTH");
+    if (!where.username.empty()) auth.arg(where.username);
+    auth.arg(where.password);
+    expect_ok(auth, "AUTH");
+  }
+  if (where.database != 0) {
+    const std::string db = std::to_string(where.database);
+    command select;
+    select.arg("SELECT").arg(db);
+    expect_ok(select, "SELECT " + db);
+  }
+}
+
+connection::~connection() = default;
+
+void connection::fail(std::string_view what) {
+  broken_ = true;
+  std::string reason;
+  const bool timed_out = context_->err == REDIS_ERR_IO &&
+                         (errno == EAGAIN || errno == EWOULDBLOCK ||
+                          std::strstr(context_->errstr, "temporarily unavailable") != nullptr);
+  if (timed_out) {
+    reason = "no reply within the command timeout of " + std::to_string(command_timeout_.count()) + " ms";
+  } else if (context_->err == REDIS_ERR_EOF) {
+    reason = "the server closed the connection";
+  } else {
+    reason = context_->errstr;
+  }
+  throw io_failure(std::string(what) + ": " + reason);
+}
+
+void connection::pipeline(std::span<command> commands, std::span<reply_ptr> replies) {
+  if (broken_) throw io_failure("connection is broken");
+  for (command& cmd : commands) {
+    if (redisAppendCommandArgv(context_.get(), cmd.argc(), cmd.argv(), cmd.lengths()) != REDIS_OK) fail("send");
+  }
+  for (reply_ptr& out : replies) {
+    void* raw = nullptr;
+    if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) fail("receive");
+    out.reset(static_cast<redisReply*>(raw));
+  }
+}
+
+reply_ptr connection::run(command& cmd) {
+  reply_ptr reply;
+  pipeline(std::span<command>(&cmd, 1), std::span<reply_ptr>(&reply, 1));
+  return reply;
+}
+
+bool connection::alive() const noexcept {
+  if (broken_ || context_ == nullptr || context_->err != 0) return false;
+  char probe = 0;
+  const ssize_t n = ::recv(context_->fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return false;  // orderly shutdown by the peer
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+  return false;  // bytes nobody asked for: the stream is out of step, never reuse it
+}
+
+int connection::fd() const noexcept { return context_ == nullptr ? -1 : context_->fd; }
+
+}  // namespace idem::detail::redis

@@ -1,0 +1,110 @@
+// runtime/redis/connection.hpp — one blocking hiredis connection, as an RAII value.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <hiredis/hiredis.h>
+
+namespace idem::detail::redis {
+
+struct reply_deleter {
+  void operator()(redisReply* reply) const noexcept {
+    if (reply != nullptr) freeReplyObject(reply);
+  }
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+// The connection failed (refused, reset, timed out, protocol error). The store turns it into
+// store_unavailable_error naming the operation and the record; the connection is then unusable.
+class io_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where and how to connect.
+struct endpoint {
+  std::string host;
+  int port = 6379;
+  std::string username;
+  std::string password;
+  int database = 0;
+  std::chrono::milliseconds connect_timeout{500};
+  std::chrono::milliseconds command_timeout{2000};
+
+  // "host:port", for messages.
+  std::string describe() const;
+};
+
+// A command as argv: views into bytes the caller keeps alive until the command was sent.
+class command {
+ public:
+  command() { reserve(12); }
+  void reserve(std::size_t n) {
+    args_.reserve(n);
+    lengths_.reserve(n);
+  }
+  command& arg(std::string_view bytes) {
+    args_.push_back(bytes.data());
+    lengths_.push_back(bytes.size());
+    return *this;
+  }
+  int argc() const noexcept { return static_cast<int>(args_.size()); }
+  const char** argv() noexcept { return args_.data(); }
+  const std::size_t* lengths() const noexcept { return lengths_.data(); }
+
+ private:
+  std::vector<const char*> args_;
+  std::vector<std::size_t> lengths_;
+};
+
+// idem::detail::redis::connection
+//
+// A connected, authenticated hiredis context with send and receive timeouts of command_timeout.
+// Not thread-safe: one user at a time (the pool hands it out). Once a call threw io_failure the
+// connection is broken and must be discarded.
+class connection {
+ public:
+  // Connects within connect_timeout, then AUTH and SELECT as configured. Throws io_failure.
+  explicit connection(const endpoint& where);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  // Sends `commands` in one write and reads one reply each into `replies` (same size). A reply of
+  // type error is returned, not thrown. Throws io_failure.
+  void pipeline(std::span<command> commands, std::span<reply_ptr> replies);
+  // One command, one reply. Throws io_failure.
+  reply_ptr run(command& cmd);
+
+  // False when the peer closed the socket or an error is pending (a Redis that restarted since
+  // the connection was last used). A non-blocking peek: no round trip.
+  bool alive() const noexcept;
+  bool broken() const noexcept { return broken_; }
+  int fd() const noexcept;
+  redisContext* context() noexcept { return context_.get(); }
+
+ private:
+  struct context_deleter {
+    void operator()(redisContext* c) const noexcept { redisFree(c); }
+  };
+  [[noreturn]] void fail(std::string_view what);
+
+  std::unique_ptr<redisContext, context_deleter> context_;
+  std::chrono::milliseconds command_timeout_;
+  bool broken_ = false;
+};
+
+// A reply's bytes as a string_view (empty for non-string replies).
+inline std::string_view text(const redisReply* reply) noexcept {
+  if (reply == nullptr || reply->str == nullptr) return {};
+  return std::string_view(reply->str, reply->len);
+}
+
+}  // namespace idem::detail::redis

@@ -1,0 +1,61 @@
+// runtime/redis/record_codec.hpp — how payload attributes and numbers travel to the scripts.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <idem/payload.hpp>
+
+namespace idem::detail::redis {
+
+// A record is one string value (runtime/redis/lua/common.lua has the authority on the layout):
+//
+//   idem/1 <st> <lx> <ex> <tok> <fp> <ca>\n<payload>
+//
+// and the payload, once complete, is `<len>:<type><len>:<body><len>:<attributes>` with decimal
+// lengths, attributes as encode_attributes writes them.
+
+// The payload as the complete script appends it after the header.
+std::string encode_payload(const payload& value);
+
+// What a replay needs from a complete record's value.
+struct complete_record {
+  std::int64_t completed_at_ms = 0;
+  std::string fingerprint;  // empty = none
+  payload value;
+};
+
+// Parses a complete record's whole value; nullopt when it is not a well-formed complete record.
+std::optional<complete_record> decode_complete(std::string_view value);
+
+using attribute_map = std::map<std::string, std::string, std::less<>>;
+
+// Attributes as one byte string: for each pair, `<len>:<name><len>:<value>` with decimal
+// lengths, in the map's order. Binary-safe; the empty map is the empty string.
+std::string encode_attributes(const attribute_map& attributes);
+
+// The inverse; nullopt when `bytes` is not a valid encoding.
+std::optional<attribute_map> decode_attributes(std::string_view bytes);
+
+// A non-negative decimal integer; nullopt for anything else (sign, spaces, overflow, empty).
+std::optional<std::int64_t> parse_int(std::string_view text) noexcept;
+
+// Decimal digits of `value` in a small buffer that lives as long as the object.
+class decimal {
+ public:
+  explicit decimal(std::int64_t value) noexcept {
+    auto result = std::to_chars(buffer_, buffer_ + sizeof buffer_, value);
+    size_ = static_cast<std::size_t>(result.ptr - buffer_);
+  }
+  std::string_view view() const noexcept { return std::string_view(buffer_, size_); }
+
+ private:
+  char buffer_[24] = {};
+  std::size_t size_ = 0;
+};
+
+}  // namespace idem::detail::redis

@@ -1,0 +1,553 @@
+// runtime/redis/redis_store.cpp — idem::redis_store: scripts over a connection pool, waiting on
+// pub/sub, an optional cache of completed records.
+#include <idem/redis_store.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <idem/duration.hpp>
+#include <idem/errors.hpp>
+#include <idem/identity.hpp>
+
+#include "completed_cache.hpp"
+#include "connection.hpp"
+#include "connection_pool.hpp"
+#include "record_codec.hpp"
+#include "scripts.hpp"
+#include "subscriber.hpp"
+
+namespace idem {
+namespace {
+
+namespace rd = detail::redis;
+using std::chrono::milliseconds;
+using steady = std::chrono::steady_clock;
+
+// Durations handed to the scripts are capped at about a century: Lua numbers are doubles, and a
+// record that outlives its Redis by decades is forever enough.
+constexpr milliseconds max_script_duration{3'155'760'000'000};
+
+milliseconds capped(milliseconds d) { return std::clamp(d, milliseconds{0}, max_script_duration); }
+
+void require(bool ok, std::string_view field, std::string_view got, std::string_view rule) {
+  if (ok) return;
+  throw configuration_error("redis_store_options." + std::string(field) + " " + std::string(rule) + ", got: " +
+                            std::string(got));
+}
+
+void require_duration(milliseconds value, milliseconds minimum, std::string_view field) {
+  require(value >= minimum, field, format_duration(value),
+          "must be at least " + std::to_string(minimum.count()) + "ms");
+}
+
+void validate(const redis_store_options& o) {
+  require(!o.host.empty(), "host", "\"\"", "must name the Redis server");
+  require(o.port >= 1 && o.port <= 65535, "port", std::to_string(o.port), "must be in 1..65535");
+  require(o.database >= 0, "database", std::to_string(o.database), "must not be negative");
+  require(!o.prefix.empty(), "prefix", "\"\"",
+          "must not be empty: every key and channel of the store starts with it, and an empty one "
+          "would mix idem's records with the application's keys");
+  require(o.username.empty() || !o.password.empty(), "username", o.username,
+          "needs a password as well (AUTH username password)");
+  require_duration(o.connect_timeout, milliseconds{1}, "connect_timeout");
+  require_duration(o.command_timeout, milliseconds{1}, "command_timeout");
+  require_duration(o.retention_grace, milliseconds{0}, "retention_grace");
+  require_duration(o.fallback_recheck, milliseconds{1}, "fallback_recheck");
+  require(o.pool_size >= 1, "pool_size", std::to_string(o.pool_size), "must be at least 1");
+  require(o.purge_batch >= 1, "purge_batch", std::to_string(o.purge_batch), "must be at least 1");
+  require(o.purge_max_pages >= 1, "purge_max_pages", std::to_string(o.purge_max_pages), "must be at least 1");
+  require(o.replica_ack.replicas >= 0, "replica_ack.replicas", std::to_string(o.replica_ack.replicas),
+          "must not be negative");
+  if (o.replica_ack.replicas > 0) {
+    require_duration(o.replica_ack.timeout, milliseconds{1}, "replica_ack.timeout");
+    require(o.replica_ack.timeout < o.command_timeout, "replica_ack.timeout", format_duration(o.replica_ack.timeout),
+            "must be shorter than command_timeout (" + format_duration(o.command_timeout) +
+                "), or every WAIT would time out the connection");
+  }
+  if (o.local_cache.max_entries > 0) require_duration(o.local_cache.max_age, milliseconds{1}, "local_cache.max_age");
+}
+
+// `*?[]\` escaped for SCAN MATCH.
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+milliseconds remaining_until(steady::time_point until, steady::time_point now) {
+  if (until <= now) return milliseconds{0};
+  return std::chrono::duration_cast<milliseconds>(until - now);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+struct redis_store::impl {
+  explicit impl(redis_store_options o)
+      : options(std::move(o)),
+        where{options.host,     options.port,           options.username,       options.password,
+              options.database, options.connect_timeout, options.command_timeout},
+        pool(where, options.pool_size),
+        hub(where),
+        record_prefix(options.prefix + "rec:"),
+        channel_prefix(options.prefix + "evt:"),
+        scan_pattern(glob_escape(options.prefix) + "rec:*"),
+        grace(decimal_of(capped(options.retention_grace))) {
+    if (options.local_cache.max_entries > 0) cache = std::make_unique<rd::completed_cache>(options.local_cache.max_entries);
+  }
+
+  static std::string decimal_of(milliseconds d) { return std::string(rd::decimal(d.count()).view()); }
+
+  // One operation's view of the record, for messages.
+  struct target {
+    std::string_view operation;
+    const identity* id;  // null for purge
+    std::string describe() const { return id == nullptr ? std::string() : " " + id->to_string(); }
+  };
+
+  [[noreturn]] void unavailable(const target& t, std::string_view reason) const {
+    throw store_unavailable_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                                  ": Redis at " + where.describe() + " is unavailable: " + std::string(reason));
+  }
+
+  // Runs `s` with EVALSHA, once more with EVAL if Redis lost its script cache, and optionally
+  // pipelines WAIT behind it. Returns the script's reply (never an error reply) and WAIT's count.
+  struct outcome {
+    rd::reply_ptr reply;
+    long long acknowledged = -1;  // replicas that acknowledged, -1 when WAIT was not sent
+  };
+  outcome eval(const target& t, const rd::script& s, std::span<const std::string_view> keys,
+               std::span<const std::string_view> args, bool wait_for_replicas) {
+    const rd::decimal numkeys(static_cast<std::int64_t>(keys.size()));
+    const rd::decimal replicas(options.replica_ack.replicas);
+    const rd::decimal wait_ms(options.replica_ack.timeout.count());
+    const bool with_wait = wait_for_replicas && options.replica_ack.replicas > 0;
+    try {
+      auto conn = pool.take();
+      for (int attempt = 0;; ++attempt) {
+        std::array<rd::command, 2> commands;
+        rd::command& cmd = commands[0];
+        cmd.reserve(3 + keys.size() + args.size());
+        if (attempt == 0) {
+          cmd.arg("EVALSHA").arg(s.sha);
+        } else {
+          cmd.arg("EVAL").arg(s.source);
+        }
+        cmd.arg(numkeys.view());
+        for (std::string_view k : keys) cmd.arg(k);
+        for (std::string_view a : args) cmd.arg(a);
+        if (with_wait) commands[1].arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
+        std::array<rd::reply_ptr, 2> replies;
+        const std::size_t n = with_wait ? 2 : 1;
+        conn->pipeline(std::span(commands.data(), n), std::span(replies.data(), n));
+        round_trips.fetch_add(1, std::memory_order_relaxed);
+        rd::reply_ptr& reply = replies[0];
+        if (reply->type == REDIS_REPLY_ERROR) {
+          const std::string_view message = rd::text(reply.get());
+          if (attempt == 0 && message.starts_with("NOSCRIPT")) {
+            script_reloads.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
+          unavailable(t, "the " + std::string(s.name) + " script failed: " + std::string(message));
+        }
+        outcome out{std::move(reply)};
+        if (with_wait) {
+          if (replies[1]->type != REDIS_REPLY_INTEGER) {
+            unavailable(t, "WAIT failed: " + std::string(rd::text(replies[1].get())));
+          }
+          out.acknowledged = replies[1]->integer;
+        }
+        return out;
+      }
+    } catch (const rd::io_failure& e) {
+      unavailable(t, e.what());
+    }
+  }
+
+  // WAIT on its own, after a mutation whose script could not carry it.
+  long long wait_for_replicas(const target& t) {
+    const rd::decimal replicas(options.replica_ack.replicas);
+    const rd::decimal wait_ms(options.replica_ack.timeout.count());
+    try {
+      auto conn = pool.take();
+      rd::command cmd;
+      cmd.arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
+      rd::reply_ptr reply = conn->run(cmd);
+      round_trips.fetch_add(1, std::memory_order_relaxed);
+      if (reply->type != REDIS_REPLY_INTEGER) unavailable(t, "WAIT failed: " + std::string(rd::text(reply.get())));
+      return reply->integer;
+    } catch (const rd::io_failure& e) {
+      unavailable(t, e.what());
+    }
+  }
+
+  void check_durability(const target& t, long long acknowledged) const {
+    if (acknowledged < 0 || acknowledged >= options.replica_ack.replicas) return;
+    throw durability_error("redis_store: Redis accepted the " + std::string(t.operation) + " of" + t.describe() +
+                           ", but only " + std::to_string(acknowledged) + " of the " +
+                           std::to_string(options.replica_ack.replicas) + " required replicas acknowledged it within " +
+                           format_duration(options.replica_ack.timeout));
+  }
+
+  // The reply's i-th element as text; corrupt_record_error when it is missing or not a string.
+  static std::string_view element(const target& t, const redisReply& reply, std::size_t i) {
+    if (reply.type != REDIS_REPLY_ARRAY || i >= reply.elements ||
+        (reply.element[i]->type != REDIS_REPLY_STRING && reply.element[i]->type != REDIS_REPLY_STATUS)) {
+      throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                                 ": unexpected reply from the script (is another version of idem sharing the prefix?)");
+    }
+    return rd::text(reply.element[i]);
+  }
+
+  // The reply's i-th element as a number: an integer reply (a Lua number) or decimal text.
+  static std::int64_t number(const target& t, const redisReply& reply, std::size_t i) {
+    if (reply.type == REDIS_REPLY_ARRAY && i < reply.elements && reply.element[i]->type == REDIS_REPLY_INTEGER) {
+      return reply.element[i]->integer;
+    }
+    auto value = rd::parse_int(element(t, reply, i));
+    if (!value) {
+      throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                                 ": the record holds a malformed number");
+    }
+    return *value;
+  }
+
+  // Codes every script shares: foreign data, unknown format, malformed record.
+  [[noreturn]] void refuse(const target& t, std::string_view code, std::string_view detail) const {
+    const std::string head = "redis_store: cannot " + std::string(t.operation) + t.describe() + ": ";
+    if (code == "F") {
+      throw foreign_record_error(head + "its Redis key under the prefix \"" + options.prefix +
+                                 "\" holds data idem did not write; it was left untouched. Give idem a prefix of "
+                                 "its own");
+    }
+    if (code == "V") {
+      throw corrupt_record_error(head + "the record has format version \"" + std::string(detail) +
+                                 "\", this version of idem reads format 1 only");
+    }
+    throw corrupt_record_error(head + "the record is malformed (field " + std::string(detail) + ")");
+  }
+
+  [[noreturn]] static void lease_lost(const target& t, std::string_view code) {
+    const std::string head = "redis_store: cannot " + std::string(t.operation) + t.describe() + ": ";
+    if (code == "MISSING") throw lease_lost_error(head + "no record is held under this lease (it is absent or expired)");
+    if (code == "DONE") throw lease_lost_error(head + "the record is already complete, so this lease no longer holds it");
+    throw lease_lost_error(head + "the lease no longer owns the record (it expired and another caller took it over)");
+  }
+
+  // One look at the record: the answer, or that another token holds it and for how long.
+  struct look {
+    acquire_result answer;
+    bool busy = false;
+    steady::time_point lease_until;  // when busy: the holder's lease end on our clock
+    std::string holder;              // when busy: the holder's token
+  };
+
+  look check(const context& ctx, const std::string& key, const lease_token& token, const std::string& token_text) {
+    const target t{"try_acquire", &ctx.id};
+    const std::string lease_ms = decimal_of(capped(ctx.lease));
+    const std::string ttl_ms = decimal_of(capped(ctx.ttl));
+    const std::string_view fingerprint = ctx.fingerprint ? std::string_view(*ctx.fingerprint) : std::string_view("-");
+    const std::array<std::string_view, 1> keys{key};
+    const std::array<std::string_view, 5> args{token_text, lease_ms, ttl_ms, fingerprint, grace};
+    const steady::time_point sent_at = steady::now();
+    outcome out = eval(t, rd::scripts().acquire, keys, args, false);
+    const redisReply& reply = *out.reply;
+    const std::string_view code = element(t, reply, 0);
+    look result;
+    if (code == "A") {
+      if (options.replica_ack.replicas > 0) {
+        const long long acknowledged = wait_for_replicas(t);
+        if (acknowledged < options.replica_ack.replicas) {
+          try {
+            release_record(ctx.id, key, token_text);  // best effort: do not block the key for a lease
+          } catch (const store_error&) {
+          }
+          check_durability(t, acknowledged);
+        }
+      }
+      result.answer = acquired{token};
+    } else if (code == "D") {
+      result.answer = replay(t, reply, key, sent_at);
+    } else if (code == "B") {
+      result.busy = true;
+      result.lease_until = sent_at + milliseconds(number(t, reply, 1));
+      result.answer = in_flight{milliseconds(number(t, reply, 1))};
+      result.holder = std::string(element(t, reply, 2));
+    } else if (code == "M") {
+      result.answer = fingerprint_mismatch{std::string(element(t, reply, 1)), std::string(fingerprint)};
+    } else {
+      refuse(t, code, reply.elements > 1 ? element(t, reply, 1) : std::string_view());
+    }
+    return result;
+  }
+
+  // {'D', remaining ttl, whole record} -> the duplicate; remembered when the cache is on.
+  duplicate replay(const target& t, const redisReply& reply, const std::string& key, steady::time_point sent_at) {
+    auto record = rd::decode_complete(element(t, reply, 2));
+    if (!record) {
+      throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                                 ": the complete record is malformed");
+    }
+    duplicate d{std::move(record->value), std::chrono::system_clock::time_point(milliseconds(record->completed_at_ms))};
+    if (cache) remember(key, d, std::move(record->fingerprint), sent_at + milliseconds(number(t, reply, 1)), sent_at);
+    return d;
+  }
+
+  // A waiter's shortcut: the complete script publishes "c <token> <record>". When `token` is the
+  // holder this waiter saw, the record is now complete with exactly this value (a completion is
+  // final until its ttl ends), so the waiter answers from the message without a round trip.
+  // Anything else (a release, another holder's completion, a malformed message): nullopt, look again.
+  static std::optional<acquire_result> from_message(const context& ctx, std::string_view message,
+                                                    std::string_view holder) {
+    if (holder.empty() || message.size() < holder.size() + 4 || !message.starts_with("c ") ||
+        message.substr(2, holder.size()) != holder || message[2 + holder.size()] != ' ') {
+      return std::nullopt;
+    }
+    auto record = rd::decode_complete(message.substr(3 + holder.size()));
+    if (!record) return std::nullopt;
+    if (ctx.fingerprint && !record->fingerprint.empty() && record->fingerprint != *ctx.fingerprint) {
+      return fingerprint_mismatch{std::move(record->fingerprint), *ctx.fingerprint};
+    }
+    return duplicate{std::move(record->value), std::chrono::system_clock::time_point(milliseconds(record->completed_at_ms))};
+  }
+
+  void remember(const std::string& key, const duplicate& d, std::string stored_fingerprint,
+                steady::time_point record_expiry, steady::time_point now) {
+    auto entry = std::make_shared<rd::completed_entry>();
+    entry->value = d.value;
+    entry->completed_at = d.completed_at;
+    entry->fingerprint = std::move(stored_fingerprint);
+    entry->expires_at = std::min(record_expiry, now + options.local_cache.max_age);
+    cache->put(key, std::move(entry));
+  }
+
+  void release_record(const identity& id, const std::string& key, std::string_view token_text) {
+    const target t{"release", &id};
+    const std::string chan = channel_for(key);
+    const std::array<std::string_view, 1> keys{key};
+    const std::array<std::string_view, 2> args{token_text, chan};
+    outcome out = eval(t, rd::scripts().release, keys, args, true);
+    const std::string_view code = element(t, *out.reply, 0);
+    if (code == "OK") {
+      check_durability(t, out.acknowledged);
+      return;
+    }
+    if (code == "MISSING" || code == "DONE" || code == "STOLEN") lease_lost(t, code);
+    refuse(t, code, out.reply->elements > 1 ? element(t, *out.reply, 1) : std::string_view());
+  }
+
+  std::string key_of(const identity& id) const {
+    const auto digest = id.key_digest();
+    std::string key;
+    key.reserve(record_prefix.size() + id.scope().size() + 1 + 64);
+    key += record_prefix;
+    key += id.scope();
+    key += ':';
+    key += to_hex(digest.data(), digest.size());
+    return key;
+  }
+
+  // The channel of the record at `key`: the same suffix under `<prefix>evt:`.
+  std::string channel_for(std::string_view key) const {
+    return channel_prefix + std::string(key.substr(record_prefix.size()));
+  }
+
+  redis_store_options options;
+  rd::endpoint where;
+  rd::connection_pool pool;
+  rd::subscriber hub;
+  std::unique_ptr<rd::completed_cache> cache;
+  const std::string record_prefix;
+  const std::string channel_prefix;
+  const std::string scan_pattern;
+  const std::string grace;
+
+  std::mutex purge_mutex;
+  std::string purge_cursor = "0";
+
+  std::atomic<std::uint64_t> round_trips{0};
+  std::atomic<std::uint64_t> script_reloads{0};
+  std::atomic<std::uint64_t> cache_hits{0};
+  std::atomic<std::uint64_t> message_answers{0};
+};
+
+// ---------------------------------------------------------------------------------------------
+
+redis_store::redis_store(redis_store_options options) {
+  validate(options);
+  impl_ = std::make_unique<impl>(std::move(options));
+}
+
+redis_store::~redis_store() = default;
+
+acquire_result redis_store::try_acquire(const context& ctx) {
+  impl& d = *impl_;
+  const steady::time_point start = steady::now();
+  const std::string key = d.key_of(ctx.id);
+
+  if (d.cache) {
+    if (auto hit = d.cache->find(key, start)) {
+      d.cache_hits.fetch_add(1, std::memory_order_relaxed);
+      if (ctx.fingerprint && !hit->fingerprint.empty() && hit->fingerprint != *ctx.fingerprint) {
+        return fingerprint_mismatch{hit->fingerprint, *ctx.fingerprint};
+      }
+      return duplicate{hit->value, hit->completed_at};
+    }
+  }
+
+  const lease_token token = lease_token::generate();
+  const std::string token_text = token.to_string();
+  impl::look look = d.check(ctx, key, token, token_text);
+  if (!look.busy || ctx.wait <= milliseconds{0}) return std::move(look.answer);
+
+  // Wait on the record's channel. The first look happened before this waiter watched the channel,
+  // so it looks again once the subscription is confirmed (at once if it already was: another
+  // waiter's); from then on every completion or release is a message that changes the snapshot.
+  // Without a confirmed subscription the waiter re-checks every fallback_recheck.
+  const steady::time_point deadline = start + ctx.wait;
+  rd::subscriber::watch watch(d.hub, d.channel_for(key));
+  rd::subscriber::snapshot seen = watch.state();
+  bool look_again = seen.confirmed;
+  for (;;) {
+    if (look_again) {
+      look = d.check(ctx, key, token, token_text);
+      if (!look.busy) return std::move(look.answer);
+    }
+    steady::time_point now = steady::now();
+    if (now >= deadline) return in_flight{remaining_until(look.lease_until, now)};
+    steady::time_point wake_at = std::min(deadline, look.lease_until + milliseconds{1});
+    if (!seen.confirmed) wake_at = std::min(wake_at, now + d.options.fallback_recheck);
+    watch.wait(seen, wake_at);
+    now = steady::now();
+    if (now >= deadline) return in_flight{remaining_until(look.lease_until, now)};
+    const rd::subscriber::snapshot previous = seen;
+    seen = watch.state();
+    // A message is only delivered once published after a subscription existed; if it is the
+    // completion by the holder this waiter last saw, it is the record's final state (see
+    // from_message), whatever else happened to the subscription meanwhile.
+    if (seen.events != previous.events) {
+      if (auto answer = impl::from_message(ctx, watch.last_message(), look.holder)) {
+        d.message_answers.fetch_add(1, std::memory_order_relaxed);
+        return std::move(*answer);
+      }
+    }
+    look_again = true;
+  }
+}
+
+void redis_store::complete(const identity& id, const lease_token& token, const payload& value, milliseconds ttl) {
+  impl& d = *impl_;
+  const impl::target t{"complete", &id};
+  const std::string key = d.key_of(id);
+  const std::string chan = d.channel_for(key);
+  const std::string token_text = token.to_string();
+  const std::string ttl_ms = impl::decimal_of(capped(ttl));
+  const std::string encoded = rd::encode_payload(value);
+  const std::array<std::string_view, 1> keys{key};
+  const std::array<std::string_view, 5> args{token_text, ttl_ms, d.grace, encoded, chan};
+  const steady::time_point sent_at = steady::now();
+  impl::outcome out = d.eval(t, rd::scripts().complete, keys, args, true);
+  const redisReply& reply = *out.reply;
+  const std::string_view code = impl::element(t, reply, 0);
+  if (code == "OK") {
+    if (d.cache) {
+      duplicate done{value, std::chrono::system_clock::time_point(milliseconds(impl::number(t, reply, 1)))};
+      const std::string_view stored = impl::element(t, reply, 2);
+      d.remember(key, done, stored == "-" ? std::string() : std::string(stored), sent_at + capped(ttl), sent_at);
+    }
+    d.check_durability(t, out.acknowledged);
+    return;
+  }
+  if (code == "MISSING" || code == "DONE" || code == "STOLEN") impl::lease_lost(t, code);
+  d.refuse(t, code, reply.elements > 1 ? impl::element(t, reply, 1) : std::string_view());
+}
+
+void redis_store::release(const identity& id, const lease_token& token) {
+  impl& d = *impl_;
+  d.release_record(id, d.key_of(id), token.to_string());
+}
+
+void redis_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
+  impl& d = *impl_;
+  const impl::target t{"extend", &id};
+  const std::string key = d.key_of(id);
+  const std::string token_text = token.to_string();
+  const std::string lease_ms = impl::decimal_of(capped(lease));
+  const std::array<std::string_view, 1> keys{key};
+  const std::array<std::string_view, 3> args{token_text, lease_ms, d.grace};
+  impl::outcome out = d.eval(t, rd::scripts().extend, keys, args, true);
+  if (impl::element(t, *out.reply, 0) == "OK") d.check_durability(t, out.acknowledged);
+}
+
+std::size_t redis_store::purge_expired() {
+  impl& d = *impl_;
+  const impl::target t{"purge_expired", nullptr};
+  std::lock_guard lock(d.purge_mutex);
+  const rd::decimal count(static_cast<std::int64_t>(d.options.purge_batch));
+  std::size_t deleted = 0;
+  for (std::size_t page = 0; page < d.options.purge_max_pages; ++page) {
+    std::vector<std::string> keys;
+    try {
+      auto conn = d.pool.take();
+      rd::command scan;
+      scan.arg("SCAN").arg(d.purge_cursor).arg("MATCH").arg(d.scan_pattern).arg("COUNT").arg(count.view());
+      rd::reply_ptr reply = conn->run(scan);
+      d.round_trips.fetch_add(1, std::memory_order_relaxed);
+      if (reply->type == REDIS_REPLY_ERROR) d.unavailable(t, "SCAN failed: " + std::string(rd::text(reply.get())));
+      if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        d.unavailable(t, "SCAN answered something other than a cursor and a page");
+      }
+      d.purge_cursor = std::string(rd::text(reply->element[0]));
+      const redisReply& page_keys = *reply->element[1];
+      keys.reserve(page_keys.elements);
+      for (std::size_t i = 0; i < page_keys.elements; ++i) keys.emplace_back(rd::text(page_keys.element[i]));
+    } catch (const rd::io_failure& e) {
+      d.unavailable(t, e.what());
+    }
+    if (!keys.empty()) {
+      std::vector<std::string_view> views(keys.begin(), keys.end());
+      impl::outcome out = d.eval(t, rd::scripts().purge, views, {}, false);
+      if (out.reply->type != REDIS_REPLY_INTEGER) d.unavailable(t, "the purge script answered something other than a count");
+      const auto n = static_cast<std::size_t>(std::max<long long>(0, out.reply->integer));
+      deleted += n;
+      if (n > 0 && d.options.replica_ack.replicas > 0) d.check_durability(t, d.wait_for_replicas(t));
+    }
+    if (d.purge_cursor == "0") break;  // one full pass at most per call
+  }
+  return deleted;
+}
+
+std::string redis_store::record_key(const identity& id) const { return impl_->key_of(id); }
+
+std::string redis_store::channel(const identity& id) const { return impl_->channel_for(impl_->key_of(id)); }
+
+const redis_store_options& redis_store::options() const noexcept { return impl_->options; }
+
+redis_store_statistics redis_store::statistics() const noexcept {
+  redis_store_statistics s;
+  s.round_trips = impl_->round_trips.load(std::memory_order_relaxed);
+  s.script_reloads = impl_->script_reloads.load(std::memory_order_relaxed);
+  s.cache_hits = impl_->cache_hits.load(std::memory_order_relaxed);
+  s.connections_opened = impl_->pool.opened();
+  s.wakeups = impl_->hub.messages();
+  s.message_answers = impl_->message_answers.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace idem

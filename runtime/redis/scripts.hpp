@@ -1,0 +1,34 @@
+// runtime/redis/scripts.hpp — the Lua scripts of the Redis store and their SHA-1 digests.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace idem::detail::redis {
+
+// Sources embedded at build time from runtime/redis/lua/ (common.lua + <name>.lua).
+extern const std::string_view acquire_source;
+extern const std::string_view complete_source;
+extern const std::string_view release_source;
+extern const std::string_view extend_source;
+extern const std::string_view purge_source;
+
+// One script: its name for messages, its source (sent with EVAL after NOSCRIPT) and its SHA-1
+// (sent with EVALSHA).
+struct script {
+  std::string_view name;
+  std::string_view source;
+  std::string sha;
+};
+
+// The store's scripts, digested once per process.
+struct script_set {
+  script acquire;
+  script complete;
+  script release;
+  script extend;
+  script purge;
+};
+const script_set& scripts();
+
+}  // namespace idem::detail::redis

@@ -1,0 +1,96 @@
+// runtime/redis/subscriber.hpp — one pub/sub connection per store, shared by all its waiters.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "connection.hpp"
+
+namespace idem::detail::redis {
+
+// idem::detail::redis::subscriber
+//
+// A thread that owns one Redis connection in subscribe mode. Waiters register a watch on a record's
+// channel; the first watch of a channel makes the thread SUBSCRIBE, the last one leaving makes it
+// UNSUBSCRIBE. The thread counts the messages of each channel and wakes the channel's waiters.
+// When the connection drops, every subscription is unconfirmed (waiters fall back to periodic
+// re-checks) and the thread reconnects with a backoff of up to one second and subscribes again.
+// The thread starts with the first watch. Thread-safe.
+class subscriber {
+ private:
+  struct channel_state {
+    std::condition_variable changed;
+    std::size_t waiters = 0;
+    bool sent = false;        // the last command sent for it was SUBSCRIBE
+    int unanswered = 0;       // commands sent whose reply was not read yet
+    bool confirmed = false;   // subscribed and every command answered
+    std::uint64_t confirmations = 0;  // times `confirmed` became true
+    std::uint64_t events = 0;         // messages received
+    std::string last_message;         // the latest message's text
+  };
+
+ public:
+  explicit subscriber(endpoint where);
+  ~subscriber();
+  subscriber(const subscriber&) = delete;
+  subscriber& operator=(const subscriber&) = delete;
+
+  // What a waiter saw of its channel. A waiter that saw `confirmed` and then re-checked the record
+  // learns of every later completion or release through `events`; a change of `confirmations`
+  // means messages may have been lost in between, so it must re-check.
+  struct snapshot {
+    bool confirmed = false;
+    std::uint64_t confirmations = 0;
+    std::uint64_t events = 0;
+  };
+
+  // idem::detail::redis::subscriber::watch
+  //
+  // One waiter's interest in one channel, for as long as the object lives.
+  class watch {
+   public:
+    watch(subscriber& hub, std::string channel);
+    ~watch();
+    watch(const watch&) = delete;
+    watch& operator=(const watch&) = delete;
+
+    snapshot state() const;
+    // The text of the latest message on the channel ("" before the first).
+    std::string last_message() const;
+    // Blocks until the channel's state differs from `seen` or `until` passes.
+    void wait(const snapshot& seen, std::chrono::steady_clock::time_point until) const;
+
+   private:
+    subscriber& hub_;
+    std::string channel_;
+    std::shared_ptr<channel_state> state_;
+  };
+
+  std::uint64_t messages() const noexcept { return messages_.load(std::memory_order_relaxed); }
+
+ private:
+  void run() noexcept;
+  void serve(connection& conn);
+  void handle(const redisReply& reply);
+  void disconnected();
+  void wake() noexcept;
+  void sleep_for(std::chrono::milliseconds pause) noexcept;
+
+  endpoint where_;
+  int wake_fd_ = -1;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<channel_state>> channels_;
+  bool dirty_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+  std::atomic<std::uint64_t> messages_{0};
+};
+
+}  // namespace idem::detail::redis

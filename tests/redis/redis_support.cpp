@@ -1,0 +1,130 @@
+// tests/redis/redis_support.cpp — the redis-server the tests run against, and raw access to it.
+#include "redis_support.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+
+#include <catch2/catch.hpp>
+
+#include <idem/lease_token.hpp>
+
+namespace idem::redis_test {
+namespace rd = idem::detail::redis;
+using namespace std::chrono_literals;
+
+namespace {
+
+address parse_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) throw std::runtime_error("malformed redis address \"" + text + "\"");
+  return address{text.substr(0, colon), std::stoi(text.substr(colon + 1))};
+}
+
+std::string read_first_line(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line) || line.empty()) {
+    throw std::runtime_error("cannot read " + file.string() + ": did the redis fixture start?");
+  }
+  return line;
+}
+
+void run_script(const std::string& args) {
+  const std::string command = std::string("bash '") + IDEM_REDIS_SERVER_SCRIPT + "' " + args + " >/dev/null";
+  if (std::system(command.c_str()) != 0) throw std::runtime_error("failed: " + command);
+}
+
+}  // namespace
+
+address fixture_address() {
+  const char* dir = std::getenv("IDEM_REDIS_DIR");
+  if (dir == nullptr || *dir == '\0') {
+    throw std::runtime_error("IDEM_REDIS_DIR is not set: run the Redis tests through ctest, which starts the server");
+  }
+  return parse_address(read_first_line(std::filesystem::path(dir) / "address"));
+}
+
+std::string unique_prefix(std::string_view hint) {
+  return "idem-test:" + std::string(hint) + ":" + lease_token::generate().to_string().substr(0, 12) + ":";
+}
+
+redis_store_options test_options(const address& where, std::string prefix) {
+  redis_store_options o;
+  o.host = where.host;
+  o.port = where.port;
+  o.prefix = std::move(prefix);
+  o.connect_timeout = 500ms;
+  o.command_timeout = 2s;
+  return o;
+}
+
+std::unique_ptr<redis_store> fixture_store(std::string prefix) {
+  return std::make_unique<redis_store>(test_options(fixture_address(), std::move(prefix)));
+}
+
+raw_redis::raw_redis(const address& where) {
+  rd::endpoint e;
+  e.host = where.host;
+  e.port = where.port;
+  e.connect_timeout = 2s;
+  e.command_timeout = 5s;
+  conn_ = std::make_unique<rd::connection>(e);
+}
+
+rd::reply_ptr raw_redis::run(std::initializer_list<std::string_view> args) {
+  rd::command cmd;
+  for (std::string_view a : args) cmd.arg(a);
+  return conn_->run(cmd);
+}
+
+rd::reply_ptr raw_redis::run(const std::vector<std::string>& args) {
+  rd::command cmd;
+  for (const std::string& a : args) cmd.arg(a);
+  return conn_->run(cmd);
+}
+
+std::string raw_redis::text(std::initializer_list<std::string_view> args) {
+  rd::reply_ptr reply = run(args);
+  INFO("reply: " << rd::text(reply.get()));
+  REQUIRE(reply->type != REDIS_REPLY_ERROR);
+  return std::string(rd::text(reply.get()));
+}
+
+long long raw_redis::integer(std::initializer_list<std::string_view> args) {
+  rd::reply_ptr reply = run(args);
+  INFO("reply: " << rd::text(reply.get()));
+  REQUIRE(reply->type == REDIS_REPLY_INTEGER);
+  return reply->integer;
+}
+
+std::vector<std::string> raw_redis::keys(std::string_view pattern) {
+  std::vector<std::string> out;
+  std::string cursor = "0";
+  do {
+    rd::reply_ptr reply = run({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    REQUIRE(reply->type == REDIS_REPLY_ARRAY);
+    cursor = std::string(rd::text(reply->element[0]));
+    for (std::size_t i = 0; i < reply->element[1]->elements; ++i) out.emplace_back(rd::text(reply->element[1]->element[i]));
+  } while (cursor != "0");
+  return out;
+}
+
+private_server::private_server() {
+  dir_ = std::filesystem::temp_directory_path() / ("idem-redis-test-" + lease_token::generate().to_string().substr(0, 12));
+  run_script("start '" + dir_.string() + "'");
+  port_ = std::stoi(read_first_line(dir_ / "port"));
+}
+
+private_server::~private_server() {
+  try {
+    run_script("stop '" + dir_.string() + "'");
+  } catch (...) {
+  }
+}
+
+void private_server::stop() { run_script("stop '" + dir_.string() + "'"); }
+
+void private_server::start() { run_script("start '" + dir_.string() + "' " + std::to_string(port_)); }
+
+}  // namespace idem::redis_test
