@@ -1,0 +1,129 @@
+// annotator/src/model.hpp — the data idem-annotate moves between its stages.
+//
+//   scan (Clang)  ──raw_attribute + function_facts──>  validate (pure)  ──function_spec──>  emit (pure)
+//                                                              └──diagnostic──> print (Clang style)
+//
+// Nothing here includes Clang: the validator and the emitter are unit-tested without it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <idem/context.hpp>
+
+namespace idem::annotate {
+
+// A place in a source file; line and column are 1-based, columns count bytes like Clang's.
+struct source_position {
+  std::string file;
+  unsigned line = 0;
+  unsigned column = 0;
+
+  friend bool operator==(const source_position&, const source_position&) = default;
+};
+
+enum class severity { error, warning, note };
+
+// One message for the user, printed as `file:line:col: error: message` with the source line and
+// a caret under `position`.
+struct diagnostic {
+  severity level = severity::error;
+  source_position position;
+  std::string message;
+};
+
+// One `name = "value"` argument of the attribute, as written.
+struct raw_argument {
+  std::string name;
+  source_position name_position;
+  // The value after decoding the string literal(s) (escapes resolved, adjacent literals joined).
+  std::string value;
+  // Where the literal starts (its opening quote).
+  source_position value_position;
+  // Where each decoded character of `value` was written, plus one past the end (the closing
+  // quote): value_characters.size() == value.size() + 1. Lets a diagnostic point at the exact
+  // offending character even after an escape sequence.
+  std::vector<source_position> value_characters;
+
+  // Where the character at `index` of the value was written (clamped to the closing quote).
+  source_position character(std::size_t index) const;
+};
+
+// One `[[idem::idempotent(...)]]` as found in the token stream.
+struct raw_attribute {
+  source_position position;  // of the attribute name (`idempotent`)
+  std::string spelling;      // "idem::idempotent" or "idempotent"
+  std::vector<raw_argument> arguments;
+};
+
+struct parameter {
+  std::string type;      // fully qualified, as it must be spelled in generated code
+  std::string key_type;  // what the key function takes: `const T&` for `T` and `T&&`, `T&` for `T&`
+  std::string name;      // empty if unnamed
+  source_position position;  // of the name in the declaration
+};
+
+enum class function_kind { free, static_member, member };
+
+// What the scanner learned about the function an attribute stands before.
+struct function_facts {
+  function_kind kind = function_kind::free;
+  std::string qualified_name;   // "shop::OrderListener::settle", "rebuild_index"
+  std::string name;             // "settle"
+  std::string simple_class;     // "OrderListener" (empty for a free function)
+  std::string qualified_class;  // "shop::OrderListener" (empty for a free function)
+  std::string return_type;      // fully qualified, "void" for none
+  std::string pointer_type;     // "void (shop::OrderListener::*)(const shop::OrderPlaced &)"
+  bool returns_void = true;
+  bool returns_reference = false;
+  bool is_virtual = false;
+  bool is_pure = false;
+  bool is_const = false;
+  std::string ref_qualifier;  // "", "&" or "&&"
+  bool is_noexcept = false;
+  bool is_private = false;
+  bool is_template = false;        // a function template or a member of a class template
+  bool is_special = false;         // constructor, destructor, conversion or operator
+  bool is_overloaded = false;      // the name has other overloads: generated code casts
+  bool is_variadic = false;
+  bool internal_linkage = false;   // static, or in an anonymous namespace
+  bool http_endpoint = false;      // see is_http_endpoint() in the scanner (the HTTP issue)
+  std::vector<parameter> parameters;
+  // The namespaces around the function (for a member: around its class), as generated code must
+  // reopen them: "namespace shop { " / "} ", and "shop" to qualify names declared there.
+  std::string namespace_open;
+  std::string namespace_close;
+  std::string namespace_name;
+};
+
+// Everything the generated code needs about one annotated function: the validated attribute.
+struct function_spec {
+  function_facts facts;
+  source_position position;  // of the attribute
+  std::string scope;
+  bool scope_is_default = true;
+  source_position scope_position;  // of the scope value, or the attribute
+  call_options options;
+  std::string key;                 // the key expression
+  source_position key_position;    // of the first character of the key expression
+  std::vector<source_position> key_characters;  // see raw_argument::value_characters
+  std::string codec;               // empty for a void function
+  source_position codec_position;
+  std::vector<source_position> codec_characters;
+};
+
+// The result of validating one attribute: a spec, or at least one error.
+struct validation_result {
+  std::optional<function_spec> spec;
+  // As much of the spec as could be read even when there are errors, so that the key expression
+  // and the codec are still checked and every mistake is reported in one run.
+  function_spec partial;
+  std::vector<diagnostic> diagnostics;
+
+  bool ok() const noexcept { return spec.has_value(); }
+};
+
+}  // namespace idem::annotate

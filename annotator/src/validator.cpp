@@ -1,0 +1,315 @@
+// annotator/src/validator.cpp — see validator.hpp.
+#include "validator.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+
+#include <idem/context.hpp>
+#include <idem/duration.hpp>
+#include <idem/identity.hpp>
+
+namespace idem::annotate {
+
+source_position raw_argument::character(std::size_t index) const {
+  if (value_characters.empty()) return value_position;
+  return value_characters[std::min(index, value_characters.size() - 1)];
+}
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+diagnostic error_at(source_position where, std::string message) {
+  return diagnostic{severity::error, std::move(where), std::move(message)};
+}
+
+diagnostic note_at(source_position where, std::string message) {
+  return diagnostic{severity::note, std::move(where), std::move(message)};
+}
+
+std::string display_name(const function_facts& facts) { return "'" + facts.qualified_name + "'"; }
+
+// The first character of a value, inside its opening quote.
+source_position value_start(const raw_argument& argument) { return argument.character(0); }
+
+// Parses one duration argument and checks its lower bound. Empty means "engine default".
+std::optional<std::chrono::milliseconds> check_duration(const raw_argument& argument, std::string_view what,
+                                                        std::chrono::milliseconds minimum, std::string_view why,
+                                                        std::vector<diagnostic>& out) {
+  if (argument.value.empty()) return std::nullopt;
+  const duration_parse_result parsed = parse_duration(argument.value);
+  if (!parsed.ok()) {
+    out.push_back(error_at(argument.character(parsed.position),
+                           "invalid " + std::string(what) + " \"" + argument.value + "\": " + std::string(parsed.message)));
+    return std::nullopt;
+  }
+  if (parsed.value < minimum) {
+    out.push_back(error_at(value_start(argument), std::string(what) + " \"" + argument.value + "\" is too short: " +
+                                                      std::string(why)));
+    return std::nullopt;
+  }
+  return parsed.value;
+}
+
+}  // namespace
+
+const std::vector<std::string_view>& argument_names() {
+  static const std::vector<std::string_view> names{"key", "scope", "ttl", "lease", "waitTimeout", "completion", "codec"};
+  return names;
+}
+
+std::string suggest_argument(std::string_view name) {
+  std::string best;
+  std::size_t best_distance = 3;
+  for (std::string_view candidate : argument_names()) {
+    const std::size_t distance = edit_distance(lower(name), lower(candidate));
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = std::string(candidate);
+    }
+  }
+  return best;
+}
+
+std::string default_scope(const function_facts& facts) {
+  if (facts.kind == function_kind::free) return facts.name;
+  return facts.simple_class + "." + facts.name;
+}
+
+validation_result validate(const raw_attribute& attribute, const function_facts& facts) {
+  validation_result result;
+  std::vector<diagnostic>& out = result.diagnostics;
+  const std::string attribute_name = attribute.spelling.empty() ? "idem::idempotent" : attribute.spelling;
+
+  // What kind of function it is: some cannot be guarded at all.
+  if (facts.is_special) {
+    out.push_back(error_at(attribute.position, attribute_name +
+                                                   " cannot be applied to a constructor, destructor, conversion function or "
+                                                   "operator: annotate a named function that it calls"));
+    return result;
+  }
+  if (facts.is_template) {
+    out.push_back(error_at(attribute.position, attribute_name + " on " + display_name(facts) +
+                                                   " is not supported: it is a template or a member of one; annotate a "
+                                                   "non-template function that calls it"));
+    return result;
+  }
+  if (facts.is_variadic) {
+    out.push_back(error_at(attribute.position, attribute_name + " on " + display_name(facts) +
+                                                   " is not supported: C-style variadic functions cannot be forwarded"));
+    return result;
+  }
+  if (facts.internal_linkage) {
+    out.push_back(error_at(attribute.position, display_name(facts) +
+                                                   " has internal linkage (static, or in an anonymous namespace): the "
+                                                   "generated code, compiled in its own translation unit, cannot name "
+                                                   "it; give it external linkage"));
+    return result;
+  }
+  if (facts.is_pure) {
+    out.push_back(error_at(attribute.position, display_name(facts) +
+                                                   " is pure virtual: there is no body to guard; annotate the overriding "
+                                                   "functions instead"));
+    return result;
+  }
+  if (facts.is_private && facts.kind == function_kind::member) {
+    out.push_back(error_at(attribute.position, display_name(facts) + " is private: the generated idem::guarded<" +
+                                                   facts.simple_class +
+                                                   "> cannot call it; make it protected or public"));
+    return result;
+  }
+  if (facts.ref_qualifier == "&&") {
+    out.push_back(error_at(attribute.position, display_name(facts) +
+                                                   " is '&&'-qualified: only unqualified, const and '&' member functions "
+                                                   "can be guarded"));
+    return result;
+  }
+  if (facts.returns_reference) {
+    out.push_back(error_at(attribute.position, display_name(facts) + " returns a reference ('" + facts.return_type +
+                                                   "'): a duplicate call is given a decoded copy of the first result, "
+                                                   "never a reference; return by value"));
+    return result;
+  }
+
+  // Names: known and given once.
+  std::map<std::string, const raw_argument*, std::less<>> given;
+  for (const raw_argument& argument : attribute.arguments) {
+    const auto& names = argument_names();
+    if (std::find(names.begin(), names.end(), argument.name) == names.end()) {
+      const std::string suggestion = suggest_argument(argument.name);
+      if (!suggestion.empty())
+        out.push_back(error_at(argument.name_position, "unknown argument '" + argument.name + "' in " + attribute_name +
+                                                           "; did you mean '" + suggestion + "'?"));
+      else
+        out.push_back(error_at(argument.name_position,
+                               "unknown argument '" + argument.name + "' in " + attribute_name +
+                                   "; expected key, scope, ttl, lease, waitTimeout, completion or codec"));
+      continue;
+    }
+    auto [it, inserted] = given.emplace(argument.name, &argument);
+    if (!inserted) {
+      out.push_back(error_at(argument.name_position, "duplicate argument '" + argument.name + "' in " + attribute_name));
+      out.push_back(note_at(it->second->name_position, "'" + argument.name + "' first given here"));
+    }
+  }
+  auto find = [&](std::string_view name) -> const raw_argument* {
+    auto it = given.find(name);
+    return it == given.end() ? nullptr : it->second;
+  };
+
+  function_spec spec;
+  spec.facts = facts;
+  spec.position = attribute.position;
+
+  // HTTP endpoints take key, codec and completion from the HTTP adapter.
+  if (facts.http_endpoint) {
+    static constexpr std::pair<std::string_view, std::string_view> refused[] = {
+        {"key", "its key comes from the Idempotency-Key header"},
+        {"codec", "the HTTP adapter stores and replays the response itself"},
+        {"completion", "an HTTP endpoint always completes autonomously"},
+    };
+    for (const auto& [name, why] : refused)
+      if (const raw_argument* argument = find(name))
+        out.push_back(error_at(argument->name_position,
+                               "'" + std::string(name) + "' is not allowed on an HTTP endpoint: " + std::string(why)));
+  }
+
+  // key: required on functions, an expression over the parameters (type-checked by Sema later).
+  if (!facts.http_endpoint) {
+    const raw_argument* key = find("key");
+    if (key == nullptr || key->value.find_first_not_of(" \t") == std::string::npos) {
+      std::string example = facts.parameters.empty() || facts.parameters.front().name.empty()
+                                ? std::string("key = \"<expression over the parameters>\"")
+                                : "key = \"" + facts.parameters.front().name + ".id\"";
+      out.push_back(error_at(key == nullptr ? attribute.position : value_start(*key),
+                             attribute_name + " on " + display_name(facts) +
+                                 " needs a key: an expression over its parameters that names the attempt, for example " +
+                                 example));
+    } else {
+      spec.key = key->value;
+      spec.key_position = value_start(*key);
+      spec.key_characters = key->value_characters;
+    }
+  }
+
+  // scope: explicit or default; the runtime's rule either way.
+  if (const raw_argument* scope = find("scope")) {
+    spec.scope = scope->value;
+    spec.scope_is_default = false;
+    spec.scope_position = value_start(*scope);
+    if (std::string problem = scope_problem(scope->value); !problem.empty())
+      out.push_back(error_at(scope->value.empty() ? scope->value_position : value_start(*scope),
+                             "invalid scope \"" + scope->value + "\": " + problem));
+  } else {
+    spec.scope = default_scope(facts);
+    spec.scope_position = attribute.position;
+    if (std::string problem = scope_problem(spec.scope); !problem.empty())
+      out.push_back(error_at(attribute.position, "the default scope \"" + spec.scope + "\" of " + display_name(facts) +
+                                                     " is invalid: " + problem + "; set scope = \"...\""));
+  }
+
+  // Durations: one parser for the generator and the runtime, and the runtime's lower bounds.
+  if (const raw_argument* ttl = find("ttl"))
+    spec.options.ttl = check_duration(*ttl, "ttl", min_ttl, "a result must stay replayable for at least 1 ms", out);
+  if (const raw_argument* lease = find("lease"))
+    spec.options.lease = check_duration(*lease, "lease", min_lease,
+                                        "it must be at least 2 ms because the heartbeat renews it every lease/2", out);
+  if (const raw_argument* wait = find("waitTimeout"))
+    // The grammar has no sign, so every parsed wait is >= 0 (PT0S = look once, never block).
+    spec.options.wait = check_duration(*wait, "waitTimeout", std::chrono::milliseconds{0}, "it must not be negative", out);
+
+  // completion: the runtime's parser.
+  if (const raw_argument* completion = find("completion"); completion && !completion->value.empty()) {
+    if (auto mode = parse_completion_mode(completion->value))
+      spec.options.completion = *mode;
+    else
+      out.push_back(error_at(value_start(*completion), "unknown completion mode \"" + completion->value +
+                                                           "\"; expected \"autonomous\" or \"join-transaction\""));
+  }
+
+  // codec: required exactly when there is a value to replay (the type itself is checked by Sema).
+  const raw_argument* codec = find("codec");
+  const bool codec_named = codec != nullptr && !codec->value.empty();
+  if (!facts.http_endpoint) {
+    if (facts.returns_void && codec_named) {
+      out.push_back(error_at(value_start(*codec), "codec \"" + codec->value + "\" is pointless: " + display_name(facts) +
+                                                      " returns void and has nothing to replay"));
+    } else if (!facts.returns_void && !codec_named) {
+      out.push_back(error_at(codec ? value_start(*codec) : attribute.position,
+                             display_name(facts) + " returns '" + facts.return_type +
+                                 "', so a duplicate call must be given that value back: name a codec that encodes it, "
+                                 "for example codec = \"idem::json_codec\""));
+    } else if (codec_named) {
+      spec.codec = codec->value;
+      spec.codec_position = value_start(*codec);
+      spec.codec_characters = codec->value_characters;
+    }
+  }
+
+  const bool has_error =
+      std::any_of(out.begin(), out.end(), [](const diagnostic& d) { return d.level == severity::error; });
+  result.partial = spec;
+  if (!has_error) result.spec = std::move(spec);
+  return result;
+}
+
+std::vector<diagnostic> check_scope_conflicts(const std::vector<function_spec>& specs) {
+  std::vector<diagnostic> out;
+  std::map<std::string, const function_spec*, std::less<>> first_by_scope;
+  auto show = [](const std::optional<std::chrono::milliseconds>& d) {
+    return d ? "\"" + format_duration(*d) + "\"" : std::string("the default");
+  };
+  for (const function_spec& spec : specs) {
+    auto [it, inserted] = first_by_scope.emplace(spec.scope, &spec);
+    if (inserted) continue;
+    const function_spec& first = *it->second;
+    std::vector<std::string> differences;
+    if (first.options.ttl != spec.options.ttl) differences.push_back("ttl " + show(spec.options.ttl) + " vs " + show(first.options.ttl));
+    if (first.options.lease != spec.options.lease)
+      differences.push_back("lease " + show(spec.options.lease) + " vs " + show(first.options.lease));
+    if (first.options.wait != spec.options.wait)
+      differences.push_back("waitTimeout " + show(spec.options.wait) + " vs " + show(first.options.wait));
+    if (first.options.completion != spec.options.completion) {
+      auto mode = [](const std::optional<completion_mode>& m) {
+        return m ? "\"" + std::string(to_string(*m)) + "\"" : std::string("the default");
+      };
+      differences.push_back("completion " + mode(spec.options.completion) + " vs " + mode(first.options.completion));
+    }
+    if (first.facts.return_type != spec.facts.return_type)
+      differences.push_back("return type '" + spec.facts.return_type + "' vs '" + first.facts.return_type + "'");
+    else if (first.codec != spec.codec)
+      differences.push_back("codec \"" + spec.codec + "\" vs \"" + first.codec + "\"");
+    if (differences.empty()) continue;
+    std::string joined;
+    for (const std::string& d : differences) joined += (joined.empty() ? "" : ", ") + d;
+    out.push_back(error_at(spec.scope_position, "scope \"" + spec.scope + "\" of '" + spec.facts.qualified_name +
+                                                    "' is also the scope of '" + first.facts.qualified_name +
+                                                    "' with different settings (" + joined +
+                                                    "): a duplicate of one would be answered with the record of the other"));
+    out.push_back(note_at(first.scope_position, "'" + first.facts.qualified_name + "' uses scope \"" + spec.scope + "\" here"));
+  }
+  return out;
+}
+
+}  // namespace idem::annotate

@@ -1,0 +1,82 @@
+# IdemGenerate.cmake — wires idem-annotate into a target.
+#
+#   idem_generate(<target> HEADERS <header>... [OUTPUT_DIR <dir>] [NO_KEY_CHECK])
+#
+# For each header, one generator command (so that one header's change regenerates only its own
+# output) produces, in OUTPUT_DIR (default: <binary dir>/idem_generated/<target>):
+#   <stem>.idem.hpp   idem::policy<&C::m> specialisations and idem::guarded<C> classes
+#   <stem>.idem.cpp   the registration of every policy (added to <target>'s sources)
+#   <stem>.idem.json  the manifest: every annotated function, its scope, options and location
+# The command reads the target's include directories and compile definitions, and a DEPFILE
+# lists every file the header includes, so that a no-op rebuild runs nothing and touching an
+# included header regenerates exactly the outputs that depend on it. Every misconfigured
+# annotation fails the build with a Clang-style diagnostic pointing at the attribute.
+#
+# The target must link idem::runtime. OUTPUT_DIR is added to its include path, so the code
+# includes "<stem>.idem.hpp". The unknown attribute is silenced per compiler:
+# -Wno-attributes=idem:: on GCC, -Wno-unknown-attributes on Clang.
+include_guard(GLOBAL)
+
+# Where <idem/invoke.hpp> is, for the generator's Sema checks: set by idemConfig.cmake in an
+# install tree, or by idem's own build.
+if(NOT DEFINED IDEM_ANNOTATE_INCLUDE_DIR)
+  get_filename_component(IDEM_ANNOTATE_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
+endif()
+set_property(GLOBAL PROPERTY IDEM_ANNOTATE_INCLUDE_DIR "${IDEM_ANNOTATE_INCLUDE_DIR}")
+
+function(idem_generate target)
+  cmake_parse_arguments(arg "NO_KEY_CHECK" "OUTPUT_DIR" "HEADERS" ${ARGN})
+  if(NOT TARGET ${target})
+    message(FATAL_ERROR "idem_generate: no target named '${target}'")
+  endif()
+  if(NOT arg_HEADERS)
+    message(FATAL_ERROR "idem_generate(${target}): give at least one header after HEADERS")
+  endif()
+  if(NOT TARGET idem::annotate)
+    message(FATAL_ERROR "idem_generate(${target}): idem::annotate is not available "
+                        "(configure idem with IDEM_BUILD_ANNOTATOR=ON, or find_package(idem) from an install tree)")
+  endif()
+  set(out_dir "${arg_OUTPUT_DIR}")
+  if(NOT out_dir)
+    set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/idem_generated/${target}")
+  endif()
+
+  # The compile context of the target, as the generator must see the header.
+  set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
+  set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
+  set(standard "$<TARGET_PROPERTY:${target},CXX_STANDARD>")
+  get_property(idem_include GLOBAL PROPERTY IDEM_ANNOTATE_INCLUDE_DIR)
+  set(options "--idem-include=${idem_include}")
+  if(arg_NO_KEY_CHECK)
+    list(APPEND options --no-key-check)
+  endif()
+
+  foreach(header IN LISTS arg_HEADERS)
+    get_filename_component(source "${header}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    get_filename_component(stem "${header}" NAME_WE)
+    set(generated_header "${out_dir}/${stem}.idem.hpp")
+    set(generated_source "${out_dir}/${stem}.idem.cpp")
+    set(manifest "${out_dir}/${stem}.idem.json")
+    set(depfile "${out_dir}/${stem}.idem.d")
+    add_custom_command(
+      OUTPUT "${generated_header}" "${generated_source}" "${manifest}"
+      COMMAND idem::annotate
+              "--output-header=${generated_header}" "--output-source=${generated_source}"
+              "--manifest=${manifest}" "--depfile=${depfile}" "--include-as=${source}"
+              ${options} "${source}" --
+              "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
+              "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
+              "-std=c++$<IF:$<BOOL:${standard}>,${standard},20>"
+      DEPENDS "${source}" idem::annotate
+      DEPFILE "${depfile}"
+      COMMENT "idem-annotate ${header}"
+      COMMAND_EXPAND_LISTS
+      VERBATIM)
+    target_sources(${target} PRIVATE "${generated_source}" "${generated_header}")
+  endforeach()
+
+  target_include_directories(${target} PRIVATE "${out_dir}")
+  target_compile_options(${target} PRIVATE
+    "$<$<CXX_COMPILER_ID:GNU>:-Wno-attributes=idem::>"
+    "$<$<CXX_COMPILER_ID:Clang>:-Wno-unknown-attributes>")
+endfunction()

@@ -1,0 +1,155 @@
+// idem/invoke.hpp — calling an annotated function through the engine.
+//
+// idem-annotate turns every `[[idem::idempotent(...)]]` into data: a specialisation of
+// idem::policy<&C::m> (scope, options, key extraction, codec, source location) and, for classes,
+// a specialisation of idem::guarded<C>. Everything that *behaves* lives here and in the engine:
+//
+//   idem::memory_store store;
+//   idem::engine engine{store};
+//   idem::invoke<&OrderListener::on>(engine, listener, event);  // a member function
+//   idem::invoke<&rebuild_index>(engine, job);                   // a free or static function
+//   idem::guarded<OrderListener> guarded{engine, ctor args...};  // every annotated method guarded
+//
+// A user who cannot run the generator may write a policy by hand: see docs/annotator.md.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+#include <idem/context.hpp>
+#include <idem/engine.hpp>
+#include <idem/errors.hpp>
+#include <idem/outcome.hpp>
+
+namespace idem {
+
+// idem::policy<F>
+//
+// What idem-annotate knows about the annotated function F (`&C::m` or `&f`). Only generated (or
+// hand-written) explicit specialisations exist; the primary template is never defined, so calling
+// idem::invoke on a function nobody annotated fails to compile. A specialisation provides:
+//
+//   static constexpr std::string_view function;   // "OrderListener::on"
+//   static constexpr std::string_view scope;      // "OrderListener.on"
+//   static constexpr std::string_view file;       // where the attribute is
+//   static constexpr unsigned line, column;
+//   static call_options options();                // what the attribute set; unset = engine default
+//   static std::string key(const Params&...);     // the key expression, through idem::to_key
+//   using codec = C;                              // only when F returns a value
+//   static const bool registered;                 // defined in the generated .cpp
+template <auto F>
+struct policy;
+
+// idem::guarded<C>
+//
+// Generated for each class with annotated non-static methods: derives from C, overrides (virtual)
+// or hides (non-virtual) each annotated method and routes it through the engine. Constructed as
+// `guarded<C>{engine, C's constructor arguments...}`. The primary template is never defined.
+template <class C>
+class guarded;
+
+// idem::key_value<T>
+//
+// What a key expression may produce: an integral value other than bool, or anything convertible
+// to std::string_view (std::string, const char*, a string literal). idem-annotate checks every key
+// expression against this concept at build time.
+template <class T>
+concept key_value = (std::integral<std::remove_cvref_t<T>> && !std::same_as<std::remove_cvref_t<T>, bool>) ||
+                    std::convertible_to<const T&, std::string_view>;
+
+// Turns a key value into the key string: integers in decimal, strings unchanged. The engine
+// then checks the key's length (1..255 bytes) when it builds the context.
+template <key_value T>
+std::string to_key(const T& value) {
+  if constexpr (std::integral<std::remove_cvref_t<T>>)
+    return std::to_string(value);
+  else
+    return std::string(std::string_view(value));
+}
+
+namespace detail {
+
+template <class F>
+struct function_traits;
+template <class R, class... A>
+struct function_traits<R (*)(A...)> {
+  using result = R;
+};
+template <class R, class... A>
+struct function_traits<R (*)(A...) noexcept> : function_traits<R (*)(A...)> {};
+#define IDEM_DETAIL_MEMBER_TRAITS(QUALIFIERS)                                    \
+  template <class R, class C, class... A>                                        \
+  struct function_traits<R (C::*)(A...) QUALIFIERS> {                            \
+    using result = R;                                                            \
+  };                                                                             \
+  template <class R, class C, class... A>                                        \
+  struct function_traits<R (C::*)(A...) QUALIFIERS noexcept> {                   \
+    using result = R;                                                            \
+  };
+IDEM_DETAIL_MEMBER_TRAITS()
+IDEM_DETAIL_MEMBER_TRAITS(const)
+IDEM_DETAIL_MEMBER_TRAITS(&)
+IDEM_DETAIL_MEMBER_TRAITS(const&)
+IDEM_DETAIL_MEMBER_TRAITS(&&)
+IDEM_DETAIL_MEMBER_TRAITS(const&&)
+#undef IDEM_DETAIL_MEMBER_TRAITS
+
+// The result type of the function F points to.
+template <auto F>
+using result_of = typename function_traits<decltype(F)>::result;
+
+// Runs `action` (which calls the original function) at most once per key through `eng`, with
+// the settings of Policy. `args` are the call's arguments; only the key is computed from them.
+// Returns the action's result, or on a duplicate the first call's result decoded by the
+// policy's codec. On an in-flight answer applies the engine's outcome mapper; if the mapper
+// returns, a void function returns without running and a value-returning one throws
+// in_flight_error.
+template <class Policy, class R, class Action, class... Args>
+R run(engine& eng, Action&& action, Args&... args) {
+  static_cast<void>(Policy::registered);  // links the generated registration into the program
+  const context ctx = eng.make_context(std::string(Policy::scope), Policy::key(args...), Policy::options());
+  if constexpr (std::is_void_v<R>) {
+    outcome<void> result = eng.execute(ctx, action);
+    if (const auto* busy = std::get_if<in_flight>(&result)) eng.map_in_flight(ctx, *busy);
+  } else {
+    using codec = typename Policy::codec;
+    outcome<R> result = eng.template execute<R>(ctx, action, codec{});
+    if (auto* ran = std::get_if<executed<R>>(&result)) return std::move(ran->value);
+    if (auto* replay = std::get_if<replayed<R>>(&result)) return std::move(replay->value);
+    const in_flight busy = std::get<in_flight>(result);
+    eng.map_in_flight(ctx, busy);
+    throw in_flight_error(ctx.id.to_string(), busy.retry_after);
+  }
+}
+
+}  // namespace detail
+
+// idem::invoke<F>(engine, object, args...)   (F a pointer to a non-static member function)
+// idem::invoke<F>(engine, args...)           (F a pointer to a free or static member function)
+//
+// Calls F at most once per key (the policy's key expression over `args`) and returns its result;
+// a duplicate gets the first result back through the policy's codec. The member form calls F on
+// `object` the usual way (virtually, for a virtual F): do not pass an idem::guarded<C> here, it
+// guards its methods itself. Throws what the engine throws (configuration_error, in_flight_error,
+// store errors) and whatever F throws, after releasing the record so the call can be retried.
+template <auto F, class... Args>
+decltype(auto) invoke(engine& eng, Args&&... args) {
+  using result = detail::result_of<F>;
+  if constexpr (std::is_member_function_pointer_v<decltype(F)>) {
+    return [&eng]<class Object, class... Rest>(Object&& object, Rest&&... rest) -> result {
+      auto action = [&]() -> result { return std::invoke(F, std::forward<Object>(object), std::forward<Rest>(rest)...); };
+      return detail::run<policy<F>, result>(eng, action, rest...);
+    }(std::forward<Args>(args)...);
+  } else {
+    auto action = [&]() -> result { return std::invoke(F, std::forward<Args>(args)...); };
+    return detail::run<policy<F>, result>(eng, action, args...);
+  }
+}
+
+}  // namespace idem

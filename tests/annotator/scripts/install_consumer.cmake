@@ -1,0 +1,36 @@
+# Installs idem's build tree into WORK/prefix, builds the consumer project in SOURCE against it
+# with find_package(idem), runs it, and checks idem_generate's incremental behaviour:
+#   - a no-op rebuild runs no generator command;
+#   - touching a header that one annotated header includes regenerates only that header's output.
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    string(REPLACE ";" " " command "${ARGN}")
+    message(FATAL_ERROR "failed (${status}): ${command}\n${out}\n${err}")
+  endif()
+  set(output "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK})
+file(COPY ${SOURCE}/ DESTINATION ${WORK}/source)
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}/prefix)
+run(${CMAKE_COMMAND} -S ${WORK}/source -B ${WORK}/build -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX}
+    -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_BUILD_TYPE=Debug)
+run(${CMAKE_COMMAND} --build ${WORK}/build -j 2)
+if(NOT output MATCHES "idem-annotate billing.hpp" OR NOT output MATCHES "idem-annotate mailing.hpp")
+  message(FATAL_ERROR "the first build did not run the generator for both headers:\n${output}")
+endif()
+run(${WORK}/build/consumer)
+message(STATUS "consumer: ${output}")
+
+run(${CMAKE_COMMAND} --build ${WORK}/build -j 2)
+if(output MATCHES "idem-annotate")
+  message(FATAL_ERROR "a no-op rebuild ran the generator:\n${output}")
+endif()
+
+file(TOUCH ${WORK}/source/billing_types.hpp)
+run(${CMAKE_COMMAND} --build ${WORK}/build -j 2)
+if(NOT output MATCHES "idem-annotate billing.hpp" OR output MATCHES "idem-annotate mailing.hpp")
+  message(FATAL_ERROR "touching billing_types.hpp should regenerate billing.hpp's output only:\n${output}")
+endif()
+message(STATUS "install tree, find_package(idem), idem_generate and incremental rebuilds: ok")

@@ -1,0 +1,90 @@
+// The emitter without Clang: what the generated code says about a spec.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "emitter.hpp"
+
+namespace {
+
+using namespace idem::annotate;
+using namespace std::chrono_literals;
+
+function_spec settle_spec() {
+  function_spec s;
+  s.facts.kind = function_kind::member;
+  s.facts.qualified_name = "shop::OrderListener::settle";
+  s.facts.name = "settle";
+  s.facts.simple_class = "OrderListener";
+  s.facts.qualified_class = "shop::OrderListener";
+  s.facts.return_type = "shop::Receipt";
+  s.facts.returns_void = false;
+  s.facts.is_virtual = true;
+  s.facts.namespace_open = "namespace shop { ";
+  s.facts.namespace_close = "} ";
+  s.facts.namespace_name = "shop";
+  s.facts.pointer_type = "shop::Receipt (shop::OrderListener::*)(const shop::SettleCommand&)";
+  s.facts.parameters.push_back({"const shop::SettleCommand&", "const shop::SettleCommand&", "cmd", {}});
+  s.position = {"orders.hpp", 12, 5};
+  s.scope = "OrderListener.settle";
+  s.key = "cmd.id";
+  s.key_position = {"orders.hpp", 12, 30};
+  s.codec = "ReceiptCodec";
+  s.codec_position = {"orders.hpp", 12, 60};
+  s.options.ttl = 24h;
+  return s;
+}
+
+emit_options options() {
+  emit_options o;
+  o.source_path = "orders.hpp";
+  o.include_as = "orders.hpp";
+  o.header_name = "orders.idem.hpp";
+  return o;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("a policy specialisation per function, keyed by its address", "[annotator][emitter]") {
+  const generated_files files = emit({settle_spec()}, options());
+  CHECK(contains(files.header, "struct policy<&shop::OrderListener::settle> {"));
+  CHECK(contains(files.header, "static constexpr std::string_view scope = \"OrderListener.settle\";"));
+  CHECK(contains(files.header, "options.ttl = std::chrono::milliseconds{86400000};"));
+  CHECK(contains(files.header, "using codec = ::shop::idem_generated::OrderListener_settle_codec;"));
+  // The key expression sits under #line at the attribute's column.
+  CHECK(contains(files.header, "#line 12 \"orders.hpp\"\n  return ::idem::to_key(     cmd.id);\n"));
+}
+
+TEST_CASE("a guarded class overrides virtual methods and calls the base by its qualified name",
+          "[annotator][emitter]") {
+  const generated_files files = emit({settle_spec()}, options());
+  CHECK(contains(files.header, "class guarded<shop::OrderListener> : public shop::OrderListener {"));
+  CHECK(contains(files.header, "shop::Receipt settle(const shop::SettleCommand& cmd) override {"));
+  CHECK(contains(files.header, "this->shop::OrderListener::settle("));
+}
+
+TEST_CASE("overloaded functions are named through their exact pointer type", "[annotator][emitter]") {
+  function_spec s = settle_spec();
+  s.facts.is_overloaded = true;
+  CHECK(function_pointer_expression(s.facts) ==
+        "static_cast<shop::Receipt (shop::OrderListener::*)(const shop::SettleCommand&)>(&shop::OrderListener::settle)");
+}
+
+TEST_CASE("the source registers every policy; the manifest lists it", "[annotator][emitter]") {
+  const generated_files files = emit({settle_spec()}, options());
+  CHECK(contains(files.source, "const bool policy<&shop::OrderListener::settle>::registered = "
+                               "detail::register_policy(detail::policy_info{"));
+  const auto manifest = nlohmann::json::parse(files.manifest);
+  REQUIRE(manifest["functions"].size() == 1);
+  const auto& f = manifest["functions"][0];
+  CHECK(f["function"] == "shop::OrderListener::settle");
+  CHECK(f["scope"] == "OrderListener.settle");
+  CHECK(f["kind"] == "virtual member");
+  CHECK(f["ttl"] == "PT24H");
+  CHECK(f["lease"] == "");
+  CHECK(f["location"]["line"] == 12);
+}
