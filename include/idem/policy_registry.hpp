@@ -32,4 +32,9 @@ bool register_policy(const policy_info& info);
 // A copy of everything registered so far.
 std::vector<policy_info> registered_policies();
 
+// Throws configuration_error if two of `policies` share a scope with different ttl, lease, wait or
+// completion: a duplicate of one would be answered with the other's record. idem-annotate reports
+// this within one header at build time; the engine's constructor runs it across the program.
+void check_shared_scopes(const std::vector<policy_info>& policies);
+
 }  // namespace idem::detail

@@ -34,7 +34,9 @@ engine::engine(store& backing_store, config settings, engine_hooks hooks)
         "transaction; use a store that can, such as sqlite_store or postgres_store, or set default_completion to "
         "autonomous",
         store_.name()));
-  for (const detail::policy_info& policy : detail::registered_policies()) check_policy(policy);
+  const std::vector<detail::policy_info> policies = detail::registered_policies();
+  for (const detail::policy_info& policy : policies) check_policy(policy);
+  detail::check_shared_scopes(policies);
   heartbeat_ = std::make_unique<detail::heartbeat_scheduler>(store_);
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <idem/idem.hpp>
+#include <idem/policy_registry.hpp>
 
 #include "engine_support.hpp"
 
@@ -255,4 +256,21 @@ TEST_CASE("engine: make_context fills defaults and rejects bad input", "[engine]
   CHECK_THROWS_AS(engine.make_context("S.m", ""), idem::invalid_key_error);
   CHECK_THROWS_AS(engine.make_context("S:m", "k"), idem::configuration_error);
   CHECK_THROWS_AS(engine.make_context("S.m", "k", {.lease = 1ms}), idem::configuration_error);
+}
+
+TEST_CASE("engine: functions of different headers sharing a scope must agree on its settings", "[engine]") {
+  using idem::detail::policy_info;
+  const policy_info a{.function = "A::on", .scope = "Startup.shared", .options = {.ttl = std::chrono::hours(1)},
+                      .file = "a.hpp", .line = 3};
+  policy_info b = a;
+  b.function = "B::on";
+  b.file = "b.hpp";
+  b.line = 7;
+  CHECK_NOTHROW(idem::detail::check_shared_scopes({a, b}));  // same settings: one unit of work, two entry points
+  b.options.ttl = std::chrono::hours(2);
+  CHECK_THROWS_WITH(idem::detail::check_shared_scopes({a, b}), Catch::Contains("Startup.shared") &&
+                                                                  Catch::Contains("A::on (a.hpp:3)") &&
+                                                                  Catch::Contains("B::on (b.hpp:7)"));
+  b.scope = "Startup.other";
+  CHECK_NOTHROW(idem::detail::check_shared_scopes({a, b}));
 }
