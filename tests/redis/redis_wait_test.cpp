@@ -64,6 +64,15 @@ bool await_subscribers(raw_redis& redis, const std::string& channel, long long e
   return false;
 }
 
+// Waits (bounded) until the store has sent at least `count` round trips.
+bool await_round_trips(const idem::redis_store& store, std::uint64_t count) {
+  for (int i = 0; i < 5000; ++i) {
+    if (store.statistics().round_trips >= count) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("a waiter learns of completion through pub/sub, and unsubscribes afterwards") {
@@ -73,9 +82,14 @@ TEST_CASE("a waiter learns of completion through pub/sub, and unsubscribes after
   const auto id = make_id("wake-complete");
   auto token = require_acquired(store->try_acquire(make_context(id, 60s, 0ms)));
 
+  const std::uint64_t before = store->statistics().round_trips;
   stopwatch clock;
   background<idem::acquire_result> waiter([&] { return store->try_acquire(make_context(id, 60s, 30s)); });
   REQUIRE(await_subscribers(redis, store->channel(id), 1));
+  // The waiter looks once, subscribes, and looks again once its client has read the confirmation.
+  // Complete only after that second look: otherwise the second look may find the record complete
+  // and answer from it, which is right but not what this case checks.
+  REQUIRE(await_round_trips(*store, before + 2));
   CHECK_FALSE(waiter.finished_within(0ms));
   store->complete(id, token, sample_payload("done"), 1h);
   // Neither the 60 s lease nor the 30 s wait nor the 1 h fallback can end the wait: only the message.
