@@ -1,5 +1,7 @@
 #include "heartbeat_scheduler.hpp"
 
+#include <algorithm>
+
 namespace idem::detail {
 
 heartbeat_scheduler::heartbeat_scheduler(store& backing_store) : store_(backing_store) {
@@ -59,6 +61,7 @@ heartbeat_scheduler::handle heartbeat_scheduler::start(const identity& id, const
     if (queue == none) {
       queue = static_cast<std::uint32_t>(queues_.size());
       queues_.push_back(fifo{period});
+      min_period_ = std::min(min_period_, period);
     }
     link(index, queue);
     // Wake the thread only if it sleeps past this entry's due time; usually it does not need to.
@@ -122,8 +125,18 @@ void heartbeat_scheduler::run() {
       if (q.head != none && (next == none || slots_[q.head].due < slots_[next].due)) next = q.head;
     const auto now = clock::now();
     if (next == none || slots_[next].due > now) {
-      sleeping_until_ = next == none ? clock::time_point::max() : slots_[next].due;
-      if (next == none)
+      if (next != none) {
+        sleeping_until_ = slots_[next].due;
+      } else if (min_period_ != std::chrono::milliseconds::max()) {
+        // Idle. Wake again after the shortest period ever registered instead of never: an entry
+        // registered meanwhile with a period at least that long is then due no earlier than this
+        // wake-up, so start() need not notify. Without it, every short call on an idle engine
+        // (registered and cancelled before this thread ran) would cost a wake-up of this thread.
+        sleeping_until_ = now + min_period_;
+      } else {
+        sleeping_until_ = clock::time_point::max();
+      }
+      if (sleeping_until_ == clock::time_point::max())
         wake_.wait(lock);
       else
         wake_.wait_until(lock, sleeping_until_);

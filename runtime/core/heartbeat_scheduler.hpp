@@ -19,7 +19,8 @@ namespace idem::detail {
 //
 // Registration costs no allocation once warmed up: entries live in a slot pool, and the entries
 // of one lease length sit in a FIFO list ordered by due time (same period, so appending keeps the
-// order). The thread looks only at the heads of those lists.
+// order). The thread looks only at the heads of those lists. A registration wakes the thread only
+// when its entry is due before the thread's next wake-up, which on a busy engine is rare.
 class heartbeat_scheduler {
  public:
   explicit heartbeat_scheduler(store& backing_store);
@@ -80,6 +81,7 @@ class heartbeat_scheduler {
   std::vector<std::uint32_t> free_;
   std::vector<fifo> queues_;
   clock::time_point sleeping_until_ = clock::time_point::max();
+  std::chrono::milliseconds min_period_ = std::chrono::milliseconds::max();  // shortest period registered
   bool stopping_ = false;
   std::thread thread_;
 };
