@@ -31,16 +31,8 @@ using idem::pg_test::private_schema;
 using idem::pg_test::raw_connection;
 using idem::pg_test::store_options;
 
-idem::context make_ctx(const idem::identity& id, std::chrono::milliseconds wait = 5s,
-                       std::chrono::milliseconds lease = 30s) {
-  idem::context ctx{.id = id, .ttl = 1h, .lease = lease, .wait = wait};
-  ctx.validate();
-  return ctx;
-}
-
-idem::identity new_id(std::string_view scope) {
-  return idem::identity(std::string(scope), unique_key("k"));
-}
+using idem::pg_test::make_ctx;
+using idem::pg_test::new_id;
 
 // A TCP socket on 127.0.0.1 bound to a free port. With listen() it accepts connections into its
 // backlog but never answers; without, the port refuses connections.

@@ -31,16 +31,8 @@ using idem::pg_test::private_schema;
 using idem::pg_test::raw_connection;
 using idem::pg_test::store_options;
 
-idem::context make_ctx(const idem::identity& id, std::chrono::milliseconds wait = 5s,
-                       std::chrono::milliseconds lease = 30s, std::chrono::milliseconds ttl = 1h) {
-  idem::context ctx{.id = id, .ttl = ttl, .lease = lease, .wait = wait};
-  ctx.validate();
-  return ctx;
-}
-
-idem::identity new_id(std::string_view scope, std::string_view hint = "k") {
-  return idem::identity(std::string(scope), unique_key(hint));
-}
+using idem::pg_test::make_ctx;
+using idem::pg_test::new_id;
 
 // Waits until the store's LISTEN connection is up, so a test can rely on notifications.
 void require_listening(const idem::postgres_store& store) {

@@ -1,6 +1,8 @@
 // tests/postgres/postgres_test_support.cpp
 #include "postgres_test_support.hpp"
 
+#include "contract/store_contract.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <idem/lease_token.hpp>
@@ -123,6 +125,17 @@ private_schema::~private_schema() {
   } catch (...) {
     // Best effort: the fixture's server is thrown away after the run.
   }
+}
+
+idem::context make_ctx(const idem::identity& id, std::chrono::milliseconds wait, std::chrono::milliseconds lease,
+                       std::chrono::milliseconds ttl) {
+  idem::context ctx{.id = id, .ttl = ttl, .lease = lease, .wait = wait};
+  ctx.validate();
+  return ctx;
+}
+
+idem::identity new_id(std::string_view scope, std::string_view hint) {
+  return idem::identity(std::string(scope), idem::contract::unique_key(hint));
 }
 
 }  // namespace idem::pg_test

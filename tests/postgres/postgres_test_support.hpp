@@ -4,6 +4,9 @@
 
 #include <libpq-fe.h>
 
+#include <idem/context.hpp>
+#include <idem/identity.hpp>
+
 #include <chrono>
 #include <functional>
 #include <idem/postgres_store.hpp>
@@ -70,5 +73,13 @@ class private_schema {
   std::string name_;
   std::string conninfo_;
 };
+
+// A validated context for `id` (ttl 1 h unless given).
+idem::context make_ctx(const idem::identity& id, std::chrono::milliseconds wait = std::chrono::seconds(5),
+                       std::chrono::milliseconds lease = std::chrono::seconds(30),
+                       std::chrono::milliseconds ttl = std::chrono::hours(1));
+
+// An identity in `scope` with a key no other test uses.
+idem::identity new_id(std::string_view scope, std::string_view hint = "k");
 
 }  // namespace idem::pg_test
