@@ -47,23 +47,8 @@ as_owner() {
   fi
 }
 
-port_in_use() {
-  # A successful connect means somebody listens there.
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-pick_port() {
-  local port
-  for _ in $(seq 1 50); do
-    port=$(( 20000 + RANDOM % 40000 ))
-    if ! port_in_use "$port"; then
-      echo "$port"
-      return
-    fi
-  done
-  echo "postgres-server.sh: no free port found" >&2
-  exit 1
-}
+# shellcheck source=ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 start() {
   local bin
@@ -91,7 +76,7 @@ start() {
 
   local port attempt
   for attempt in 1 2 3 4 5; do
-    port=$(pick_port)
+    port=$(pick_port postgres-server.sh)
     cat >>"$data_root/data/postgresql.conf" <<EOF
 # --- idem test fixture (attempt $attempt) ---
 listen_addresses = '127.0.0.1'

@@ -25,23 +25,8 @@ requested_port=${3:-}
 server=${IDEM_REDIS_SERVER:-redis-server}
 cli=${IDEM_REDIS_CLI:-redis-cli}
 
-port_in_use() {
-  # A successful connect means somebody listens there.
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
-
-pick_port() {
-  local port
-  for _ in $(seq 1 50); do
-    port=$(( 20000 + RANDOM % 40000 ))
-    if ! port_in_use "$port"; then
-      echo "$port"
-      return
-    fi
-  done
-  echo "redis-server.sh: no free port found" >&2
-  exit 1
-}
+# shellcheck source=ports.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
 server_pid() {
   cat "$state_dir/redis.pid" 2>/dev/null || true
@@ -75,7 +60,7 @@ start() {
     if [[ -n "$requested_port" ]]; then
       port=$requested_port
     else
-      port=$(pick_port)
+      port=$(pick_port redis-server.sh)
     fi
     rm -f "$state_dir/redis.log"
     if "$server" --bind 127.0.0.1 --port "$port" --save "" --appendonly no --dir "$state_dir" \
