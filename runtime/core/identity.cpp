@@ -33,14 +33,24 @@ const EVP_MD* sha256_implementation() {
   }();
   return md;
 }
+
+// One digest context per thread, reused: EVP_Digest allocates and frees a context on every call.
+struct digest_context {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  digest_context() = default;
+  digest_context(const digest_context&) = delete;
+  digest_context& operator=(const digest_context&) = delete;
+  ~digest_context() { EVP_MD_CTX_free(ctx); }
+};
 }  // namespace
 
 std::array<unsigned char, 32> sha256(std::string_view bytes) {
+  thread_local digest_context local;
   std::array<unsigned char, 32> digest{};
   unsigned int size = 0;
-  // EVP_Digest is the one-shot form: no context to manage.
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &size, sha256_implementation(), nullptr) != 1 ||
-      size != digest.size())
+  if (local.ctx == nullptr || EVP_DigestInit_ex2(local.ctx, sha256_implementation(), nullptr) != 1 ||
+      EVP_DigestUpdate(local.ctx, bytes.data(), bytes.size()) != 1 ||
+      EVP_DigestFinal_ex(local.ctx, digest.data(), &size) != 1 || size != digest.size())
     throw error("SHA-256 failed in libcrypto");
   return digest;
 }
