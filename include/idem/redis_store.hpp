@@ -49,7 +49,8 @@ struct redis_store_options {
   std::string prefix = "idem:";                      // every key and channel starts with it; not empty
   std::chrono::milliseconds connect_timeout{500};    // >= 1 ms
   std::chrono::milliseconds command_timeout{2'000};  // >= 1 ms: bounds every round trip
-  std::size_t pool_size = 16;                        // >= 1 command connections, opened on demand
+  std::size_t pool_size = 16;                        // >= 1 command connections, opened on demand;
+                                                     // 1 = every thread pipelines on one
   std::chrono::milliseconds retention_grace{60'000};  // >= 0: native expiry = logical expiry + this
   std::chrono::milliseconds fallback_recheck{50};    // >= 1 ms: a waiter's re-check period while
                                                      // the subscriber connection is down
@@ -72,11 +73,12 @@ struct redis_store_statistics {
 // idem::redis_store
 //
 // A store on one Redis server (standalone or the primary of a Sentinel setup; not Redis Cluster).
-// Thread-safe. Command connections come from a pool: each call takes one connection for its round
-// trip and gives it back, so a sequential caller never hops threads and concurrent callers never
-// queue behind one another's replies; a broken connection is discarded and a new one opened on the
-// next call, which is how the store recovers by itself after Redis restarts. Waiting never holds a
-// pooled connection. Not copyable or movable.
+// Thread-safe. Command connections are multiplexed and opened on demand: a call takes a connection
+// with nothing in flight, opens another while fewer than pool_size are open, and beyond that
+// pipelines on the least busy one. A caller alone on a connection never hops threads. A broken
+// connection fails the calls in flight on it and is replaced on the next call, which is how the
+// store recovers by itself after Redis restarts. Waiting never holds a command connection. Not
+// copyable or movable.
 class redis_store final : public store {
  public:
   // Validates `options` (throws configuration_error naming the field, the value and the rule).

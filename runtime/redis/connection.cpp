@@ -2,10 +2,10 @@
 #include "connection.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <string>
 
-#include <sys/socket.h>
 #include <sys/time.h>
 
 namespace idem::detail::redis {
@@ -18,7 +18,24 @@ timeval to_timeval(std::chrono::milliseconds d) {
   return tv;
 }
 
+void append_header(std::string& wire, char type, std::size_t n) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+  wire += type;
+  wire.append(digits, end);
+  wire += "\r\n";
+}
+
 }  // namespace
+
+void command::append_to(std::string& wire) const {
+  append_header(wire, '*', args_.size());
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    append_header(wire, '$', lengths_[i]);
+    wire.append(args_[i], lengths_[i]);
+    wire += "\r\n";
+  }
+}
 
 std::string endpoint::describe() const { return host + ":" + std::to_string(port); }
 
@@ -91,15 +108,6 @@ reply_ptr connection::run(command& cmd) {
   reply_ptr reply;
   pipeline(std::span<command>(&cmd, 1), std::span<reply_ptr>(&reply, 1));
   return reply;
-}
-
-bool connection::alive() const noexcept {
-  if (broken_ || context_ == nullptr || context_->err != 0) return false;
-  char probe = 0;
-  const ssize_t n = ::recv(context_->fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) return false;  // orderly shutdown by the peer
-  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
-  return false;  // bytes nobody asked for: the stream is out of step, never reuse it
 }
 
 int connection::fd() const noexcept { return context_ == nullptr ? -1 : context_->fd; }

@@ -56,6 +56,9 @@ class command {
     return *this;
   }
   int argc() const noexcept { return static_cast<int>(args_.size()); }
+  // Appends the command in the Redis protocol (RESP): `*argc`, then `$length` and the bytes of each
+  // argument.
+  void append_to(std::string& wire) const;
   const char** argv() noexcept { return args_.data(); }
   const std::size_t* lengths() const noexcept { return lengths_.data(); }
 
@@ -67,8 +70,8 @@ class command {
 // idem::detail::redis::connection
 //
 // A connected, authenticated hiredis context with send and receive timeouts of command_timeout.
-// Not thread-safe: one user at a time (the pool hands it out). Once a call threw io_failure the
-// connection is broken and must be discarded.
+// Not thread-safe: one user at a time (a multiplexed_connection or the subscriber thread owns it).
+// Once a call threw io_failure the connection is broken and must be discarded.
 class connection {
  public:
   // Connects within connect_timeout, then AUTH and SELECT as configured. Throws io_failure.
@@ -83,9 +86,6 @@ class connection {
   // One command, one reply. Throws io_failure.
   reply_ptr run(command& cmd);
 
-  // False when the peer closed the socket or an error is pending (a Redis that restarted since
-  // the connection was last used). A non-blocking peek: no round trip.
-  bool alive() const noexcept;
   bool broken() const noexcept { return broken_; }
   int fd() const noexcept;
   redisContext* context() noexcept { return context_.get(); }

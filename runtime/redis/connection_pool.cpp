@@ -1,76 +1,54 @@
 // runtime/redis/connection_pool.cpp — the command connections of one store.
 #include "connection_pool.hpp"
 
-#include <string>
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace idem::detail::redis {
+namespace {
+
+// A connection idle for this long is checked (a non-blocking peek, no round trip) before it is
+// used again: long enough that a connection in steady use is never checked, far shorter than a
+// Redis restart, which is what the check is for.
+constexpr std::chrono::milliseconds idle_check_after{1};
+
+}  // namespace
 
 connection_pool::connection_pool(endpoint where, std::size_t capacity)
     : where_(std::move(where)), capacity_(capacity) {}
 
 connection_pool::~connection_pool() = default;
 
-connection_pool::lease::~lease() {
-  if (conn_ != nullptr) pool_->give_back(std::move(conn_));
-}
-
-connection_pool::lease connection_pool::take() {
-  const auto deadline = std::chrono::steady_clock::now() + where_.command_timeout;
-  std::unique_lock lock(mutex_);
+std::shared_ptr<multiplexed_connection> connection_pool::take() {
   for (;;) {
-    while (!idle_.empty()) {
-      std::unique_ptr<connection> conn = std::move(idle_.back());
-      idle_.pop_back();
-      lock.unlock();  // the liveness probe is a syscall: not under the lock
-      if (conn->alive()) return lease(*this, std::move(conn));
-      conn.reset();
-      lock.lock();
-      --open_;
+    std::shared_ptr<multiplexed_connection> conn;
+    {
+      std::lock_guard lock(mutex_);
+      conn = pick_locked();
     }
-    if (open_ < capacity_) {
-      ++open_;
-      lock.unlock();
-      try {
-        auto conn = std::make_unique<connection>(where_);
-        opened_.fetch_add(1, std::memory_order_relaxed);
-        return lease(*this, std::move(conn));
-      } catch (...) {
-        lock.lock();
-        --open_;
-        returned_.notify_one();
-        throw;
-      }
-    }
-    if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() && open_ >= capacity_) {
-      throw io_failure("all " + std::to_string(capacity_) + " connections to " + where_.describe() +
-                       " stayed busy for the command timeout of " +
-                       std::to_string(where_.command_timeout.count()) + " ms");
-    }
+    if (conn->usable(idle_check_after)) return conn;
+    // The server closed it (most likely it restarted): drop it and pick again.
+    std::lock_guard lock(mutex_);
+    std::erase(open_, conn);
   }
 }
 
-void connection_pool::give_back(std::unique_ptr<connection> conn) noexcept {
-  std::vector<std::unique_ptr<connection>> doomed;
-  bool broken = false;
-  {
-    std::lock_guard lock(mutex_);
-    broken = conn->broken();
-    if (broken) {
-      doomed.push_back(std::move(conn));
-      doomed.insert(doomed.end(), std::make_move_iterator(idle_.begin()), std::make_move_iterator(idle_.end()));
-      open_ -= doomed.size();
-      idle_.clear();
-    } else {
-      idle_.push_back(std::move(conn));
-    }
+std::shared_ptr<multiplexed_connection> connection_pool::pick_locked() {
+  std::erase_if(open_, [](const auto& c) { return c->broken(); });
+  for (const auto& c : open_) {
+    if (c->in_flight() == 0) return c;
   }
-  if (broken) {
-    returned_.notify_all();  // several slots may have freed up
-  } else {
-    returned_.notify_one();
+  if (open_.size() < capacity_) {
+    auto conn = std::make_shared<multiplexed_connection>(where_);  // throws io_failure
+    opened_.fetch_add(1, std::memory_order_relaxed);
+    open_.push_back(conn);
+    return conn;
   }
-  // `doomed` closes its connections here, outside the lock.
+  // All `capacity_` are busy: pipeline on the least busy, and behind a blocking command (WAIT)
+  // only when every connection has one.
+  auto load = [](const auto& c) { return std::pair(c->blocking_in_flight() > 0, c->in_flight()); };
+  return *std::min_element(open_.begin(), open_.end(), [&](const auto& a, const auto& b) { return load(a) < load(b); });
 }
 
 }  // namespace idem::detail::redis

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,15 +9,19 @@
 #include <vector>
 
 #include "connection.hpp"
+#include "multiplexed_connection.hpp"
 
 namespace idem::detail::redis {
 
 // idem::detail::redis::connection_pool
 //
-// Up to `capacity` connections, opened on demand and reused most-recently-used first (the hot
-// connection stays hot). A taken connection that the peer closed meanwhile is discarded without a
-// round trip and replaced. A connection that failed is discarded together with every idle one: they
-// all point at the same server, which most likely restarted. Thread-safe.
+// Up to `capacity` multiplexed connections, opened on demand. A call takes an open connection with
+// nothing in flight; when every open one is busy it opens another, up to `capacity`; beyond that it
+// pipelines on the least busy (one without a blocking WAIT in flight if there is one). So up to
+// `capacity` concurrent callers each have a connection (no thread waits for another's read), and a
+// store with capacity 1 pipelines everything on one connection (Redis then serves many requests per
+// system call: docs/stores/redis.md has the measured trade-off). A connection that broke, or that
+// the server closed while it sat idle, is dropped and replaced on the next call. Thread-safe.
 class connection_pool {
  public:
   connection_pool(endpoint where, std::size_t capacity);
@@ -26,39 +29,19 @@ class connection_pool {
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
 
-  // A connection on loan; returned to the pool when destroyed, or discarded if it broke.
-  class lease {
-   public:
-    lease(connection_pool& pool, std::unique_ptr<connection> conn) : pool_(&pool), conn_(std::move(conn)) {}
-    lease(lease&& other) noexcept = default;
-    lease& operator=(lease&&) = delete;
-    lease(const lease&) = delete;
-    lease& operator=(const lease&) = delete;
-    ~lease();
-    connection& operator*() const noexcept { return *conn_; }
-    connection* operator->() const noexcept { return conn_.get(); }
-
-   private:
-    connection_pool* pool_;
-    std::unique_ptr<connection> conn_;
-  };
-
-  // Takes an idle connection or opens one; waits up to the command timeout for one to come back
-  // when `capacity` are in use. Throws io_failure.
-  lease take();
+  // A connection to send on, shared with other callers. Opens one when needed. Throws io_failure.
+  std::shared_ptr<multiplexed_connection> take();
 
   const endpoint& where() const noexcept { return where_; }
   std::uint64_t opened() const noexcept { return opened_.load(std::memory_order_relaxed); }
 
  private:
-  void give_back(std::unique_ptr<connection> conn) noexcept;
+  std::shared_ptr<multiplexed_connection> pick_locked();
 
   endpoint where_;
   std::size_t capacity_;
-  std::mutex mutex_;
-  std::condition_variable returned_;
-  std::vector<std::unique_ptr<connection>> idle_;
-  std::size_t open_ = 0;  // idle + on loan + being opened
+  std::mutex mutex_;  // also serialises connecting: concurrent first calls open one connection
+  std::vector<std::shared_ptr<multiplexed_connection>> open_;
   std::atomic<std::uint64_t> opened_{0};
 };
 

@@ -155,7 +155,7 @@ struct redis_store::impl {
         if (with_wait) commands[1].arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
         std::array<rd::reply_ptr, 2> replies;
         const std::size_t n = with_wait ? 2 : 1;
-        conn->pipeline(std::span(commands.data(), n), std::span(replies.data(), n));
+        conn->exchange(std::span(commands.data(), n), std::span(replies.data(), n), with_wait);
         round_trips.fetch_add(1, std::memory_order_relaxed);
         rd::reply_ptr& reply = replies[0];
         if (reply->type == REDIS_REPLY_ERROR) {
@@ -188,7 +188,7 @@ struct redis_store::impl {
       auto conn = pool.take();
       rd::command cmd;
       cmd.arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
-      rd::reply_ptr reply = conn->run(cmd);
+      rd::reply_ptr reply = conn->run(cmd, true);
       round_trips.fetch_add(1, std::memory_order_relaxed);
       if (reply->type != REDIS_REPLY_INTEGER) unavailable(t, "WAIT failed: " + std::string(rd::text(reply.get())));
       return reply->integer;
@@ -205,22 +205,36 @@ struct redis_store::impl {
                            format_duration(options.replica_ack.timeout));
   }
 
-  // The reply's i-th element as text; corrupt_record_error when it is missing or not a string.
-  static std::string_view element(const target& t, const redisReply& reply, std::size_t i) {
-    if (reply.type != REDIS_REPLY_ARRAY || i >= reply.elements ||
-        (reply.element[i]->type != REDIS_REPLY_STRING && reply.element[i]->type != REDIS_REPLY_STATUS)) {
-      throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
-                                 ": unexpected reply from the script (is another version of idem sharing the prefix?)");
-    }
-    return rd::text(reply.element[i]);
+  // A script's answer (one flat string, runtime/redis/lua/common.lua): the code before the first
+  // space and the text after it.
+  struct answer {
+    std::string_view code;
+    std::string_view rest;
+    std::string_view whole;
+  };
+
+  [[noreturn]] static void unexpected(const target& t) {
+    throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                               ": unexpected reply from the script (is another version of idem sharing the prefix?)");
   }
 
-  // The reply's i-th element as a number: an integer reply (a Lua number) or decimal text.
-  static std::int64_t number(const target& t, const redisReply& reply, std::size_t i) {
-    if (reply.type == REDIS_REPLY_ARRAY && i < reply.elements && reply.element[i]->type == REDIS_REPLY_INTEGER) {
-      return reply.element[i]->integer;
-    }
-    auto value = rd::parse_int(element(t, reply, i));
+  static answer read_answer(const target& t, const redisReply& reply) {
+    if (reply.type != REDIS_REPLY_STRING && reply.type != REDIS_REPLY_STATUS) unexpected(t);
+    const std::string_view whole = rd::text(&reply);
+    const std::size_t space = whole.find(' ');
+    if (space == std::string_view::npos) return {whole, {}, whole};
+    return {whole.substr(0, space), whole.substr(space + 1), whole};
+  }
+
+  // Splits "<first> <second>" at its first space.
+  static std::pair<std::string_view, std::string_view> split(const target& t, std::string_view text) {
+    const std::size_t space = text.find(' ');
+    if (space == std::string_view::npos) unexpected(t);
+    return {text.substr(0, space), text.substr(space + 1)};
+  }
+
+  static std::int64_t number(const target& t, std::string_view text) {
+    auto value = rd::parse_int(text);
     if (!value) {
       throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
                                  ": the record holds a malformed number");
@@ -264,13 +278,14 @@ struct redis_store::impl {
     const std::string ttl_ms = decimal_of(capped(ctx.ttl));
     const std::string_view fingerprint = ctx.fingerprint ? std::string_view(*ctx.fingerprint) : std::string_view("-");
     const std::array<std::string_view, 1> keys{key};
-    const std::array<std::string_view, 5> args{token_text, lease_ms, ttl_ms, fingerprint, grace};
+    const std::array<std::string_view, 6> args{token_text, lease_ms, ttl_ms, fingerprint, grace, cache ? "1" : "0"};
     const steady::time_point sent_at = steady::now();
     outcome out = eval(t, rd::scripts().acquire, keys, args, false);
-    const redisReply& reply = *out.reply;
-    const std::string_view code = element(t, reply, 0);
+    const answer a = read_answer(t, *out.reply);
     look result;
-    if (code == "A") {
+    if (a.whole.starts_with("idem/")) {
+      result.answer = replay(t, a.whole, key, std::nullopt);
+    } else if (a.code == "A") {
       if (options.replica_ack.replicas > 0) {
         const long long acknowledged = wait_for_replicas(t);
         if (acknowledged < options.replica_ack.replicas) {
@@ -282,30 +297,34 @@ struct redis_store::impl {
         }
       }
       result.answer = acquired{token};
-    } else if (code == "D") {
-      result.answer = replay(t, reply, key, sent_at);
-    } else if (code == "B") {
+    } else if (a.code.starts_with("D")) {  // "D<remaining ttl> <record>", asked for by the cache
+      result.answer = replay(t, a.rest, key, sent_at + milliseconds(number(t, a.code.substr(1))));
+    } else if (a.code == "B") {
+      const auto [remaining, holder] = split(t, a.rest);
+      const milliseconds lease_left(number(t, remaining));
       result.busy = true;
-      result.lease_until = sent_at + milliseconds(number(t, reply, 1));
-      result.answer = in_flight{milliseconds(number(t, reply, 1))};
-      result.holder = std::string(element(t, reply, 2));
-    } else if (code == "M") {
-      result.answer = fingerprint_mismatch{std::string(element(t, reply, 1)), std::string(fingerprint)};
+      result.lease_until = sent_at + lease_left;
+      result.answer = in_flight{lease_left};
+      result.holder = std::string(holder);
+    } else if (a.code == "M") {
+      result.answer = fingerprint_mismatch{std::string(a.rest), std::string(fingerprint)};
     } else {
-      refuse(t, code, reply.elements > 1 ? element(t, reply, 1) : std::string_view());
+      refuse(t, a.code, a.rest);
     }
     return result;
   }
 
-  // {'D', remaining ttl, whole record} -> the duplicate; remembered when the cache is on.
-  duplicate replay(const target& t, const redisReply& reply, const std::string& key, steady::time_point sent_at) {
-    auto record = rd::decode_complete(element(t, reply, 2));
+  // A complete record -> the duplicate; remembered when the cache is on (`expires` is then the
+  // record's end on our clock).
+  duplicate replay(const target& t, std::string_view value, const std::string& key,
+                   std::optional<steady::time_point> expires) {
+    auto record = rd::decode_complete(value);
     if (!record) {
       throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
                                  ": the complete record is malformed");
     }
     duplicate d{std::move(record->value), std::chrono::system_clock::time_point(milliseconds(record->completed_at_ms))};
-    if (cache) remember(key, d, std::move(record->fingerprint), sent_at + milliseconds(number(t, reply, 1)), sent_at);
+    if (cache && expires) remember(key, d, std::move(record->fingerprint), *expires, steady::now());
     return d;
   }
 
@@ -343,13 +362,13 @@ struct redis_store::impl {
     const std::array<std::string_view, 1> keys{key};
     const std::array<std::string_view, 2> args{token_text, chan};
     outcome out = eval(t, rd::scripts().release, keys, args, true);
-    const std::string_view code = element(t, *out.reply, 0);
-    if (code == "OK") {
+    const answer a = read_answer(t, *out.reply);
+    if (a.code == "OK") {
       check_durability(t, out.acknowledged);
       return;
     }
-    if (code == "MISSING" || code == "DONE" || code == "STOLEN") lease_lost(t, code);
-    refuse(t, code, out.reply->elements > 1 ? element(t, *out.reply, 1) : std::string_view());
+    if (a.code == "MISSING" || a.code == "DONE" || a.code == "STOLEN") lease_lost(t, a.code);
+    refuse(t, a.code, a.rest);
   }
 
   std::string key_of(const identity& id) const {
@@ -464,18 +483,18 @@ void redis_store::complete(const identity& id, const lease_token& token, const p
   const steady::time_point sent_at = steady::now();
   impl::outcome out = d.eval(t, rd::scripts().complete, keys, args, true);
   const redisReply& reply = *out.reply;
-  const std::string_view code = impl::element(t, reply, 0);
-  if (code == "OK") {
+  const impl::answer a = impl::read_answer(t, reply);
+  if (a.code == "OK") {
     if (d.cache) {
-      duplicate done{value, std::chrono::system_clock::time_point(milliseconds(impl::number(t, reply, 1)))};
-      const std::string_view stored = impl::element(t, reply, 2);
+      const auto [completed_at, stored] = impl::split(t, a.rest);
+      duplicate done{value, std::chrono::system_clock::time_point(milliseconds(impl::number(t, completed_at)))};
       d.remember(key, done, stored == "-" ? std::string() : std::string(stored), sent_at + capped(ttl), sent_at);
     }
     d.check_durability(t, out.acknowledged);
     return;
   }
-  if (code == "MISSING" || code == "DONE" || code == "STOLEN") impl::lease_lost(t, code);
-  d.refuse(t, code, reply.elements > 1 ? impl::element(t, reply, 1) : std::string_view());
+  if (a.code == "MISSING" || a.code == "DONE" || a.code == "STOLEN") impl::lease_lost(t, a.code);
+  d.refuse(t, a.code, a.rest);
 }
 
 void redis_store::release(const identity& id, const lease_token& token) {
@@ -492,7 +511,7 @@ void redis_store::extend(const identity& id, const lease_token& token, milliseco
   const std::array<std::string_view, 1> keys{key};
   const std::array<std::string_view, 3> args{token_text, lease_ms, d.grace};
   impl::outcome out = d.eval(t, rd::scripts().extend, keys, args, true);
-  if (impl::element(t, *out.reply, 0) == "OK") d.check_durability(t, out.acknowledged);
+  if (impl::read_answer(t, *out.reply).code == "OK") d.check_durability(t, out.acknowledged);
 }
 
 std::size_t redis_store::purge_expired() {

@@ -10,7 +10,14 @@
 -- progress). Times are Redis TIME in milliseconds since the epoch. A value that does not start
 -- with "idem/" was not written by idem. One string (not a hash) keeps every script to one read and
 -- one write, and SET ... PX sets the native expiry in the same command.
-
+--
+-- Every script answers with one flat string (purge: an integer), never a table: turning a Lua
+-- table into a Redis reply costs about as much server time as the rest of a replay
+-- (docs/bench-redis.md). Numbers become text through `..` or tostring(), which print an integral
+-- Lua number below 1e14 as plain digits; the store caps every duration at about a century, so times
+-- stay below 1e13. (A number passed to redis.call as a number would be formatted by Redis, whose
+-- format has changed between versions.)
+--
 -- Needs Redis >= 5, which replicates a script's effects (not the script), so writes may follow TIME.
 
 local function now_ms()
@@ -18,42 +25,24 @@ local function now_ms()
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
--- An integer as a decimal string without exponent.
-local function int(x)
-  return string.format('%.0f', x)
-end
-
-local function header(st, lx, ex, tok, fp, ca)
-  return 'idem/1 ' .. st .. ' ' .. int(lx) .. ' ' .. int(ex) .. ' ' .. tok .. ' ' .. fp .. ' ' .. ca .. '\n'
-end
-
--- parse(v) -> record | nil (absent) | nil, code, detail
--- code: 'F' the key holds data idem did not write; 'V' an unknown format version; 'C' malformed.
+-- parse(v) -> record | nil, refusal
+-- v is what GET or GETRANGE answered through redis.pcall. The refusal is the script's answer:
+-- 'F' the key holds data idem did not write (another type, or a string not starting "idem/");
+-- 'V <version>' an unknown format version; 'C header' a malformed header.
 local function parse(v)
-  if type(v) == 'table' then return nil, 'F', '' end  -- WRONGTYPE: not a string
-  if not v then return nil end
-  if string.sub(v, 1, 5) ~= 'idem/' then return nil, 'F', '' end
+  if type(v) ~= 'string' then return nil, 'F' end
   local st, lx, ex, tok, fp, ca = string.match(v, '^idem/1 ([pc]) (%d+) (%d+) ([%x%-]+) ([%x%-]+) (%d+)\n')
-  if not st then
-    local version = string.match(v, '^idem/(%d+) ')
-    if version and version ~= '1' then return nil, 'V', version end
-    return nil, 'C', 'header'
-  end
-  return {st = st, lx = tonumber(lx), ex = tonumber(ex), tok = tok, fp = fp, ca = ca, v = v}
+  if st then return {st = st, lx = tonumber(lx), ex = tonumber(ex), tok = tok, fp = fp, ca = ca} end
+  if string.sub(v, 1, 5) ~= 'idem/' then return nil, 'F' end
+  local version = string.match(v, '^idem/(%d+) ')
+  if version and version ~= '1' then return nil, 'V ' .. version end
+  return nil, 'C header'
 end
 
--- The whole record (for a replay).
+-- The record at k: record | false (absent) | nil, refusal. A whole GET: used where the record is
+-- expected in progress, which carries no payload.
 local function load(k)
-  return parse(redis.pcall('GET', k))
-end
-
--- Its header only: a complete record's payload may be large and is not needed.
-local function load_header(k)
-  local v = redis.pcall('GETRANGE', k, 0, 1023)
-  if v == '' then  -- GETRANGE answers '' for a missing key and for an empty string alike
-    if redis.call('EXISTS', k) == 0 then return nil end
-    return nil, 'F', ''
-  end
+  local v = redis.pcall('GET', k)
+  if v == false then return false end
   return parse(v)
 end
-

@@ -1,10 +1,11 @@
 -- purge.lua — deletes the expired records among KEYS that idem owns and nobody holds: a complete
 -- record past its ttl, an in-progress one past both its ttl and its lease. Foreign, unknown and
--- malformed keys are skipped. Returns how many it deleted.
+-- malformed keys are skipped. Reads headers only (GETRANGE): a complete record's payload may be
+-- large and is not needed. Answers how many it deleted.
 local now = now_ms()
 local n = 0
 for _, k in ipairs(KEYS) do
-  local r = load_header(k)
+  local r = parse(redis.pcall('GETRANGE', k, 0, 1023))
   if r and r.ex <= now and (r.st == 'c' or r.lx <= now) then
     redis.call('DEL', k)
     n = n + 1

@@ -1,0 +1,172 @@
+// runtime/redis/multiplexed_connection.cpp — one command connection that many threads pipeline on.
+#include "multiplexed_connection.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <sys/socket.h>
+
+namespace idem::detail::redis {
+
+// One caller's place in the reply queue; lives on the caller's stack until it is answered.
+struct multiplexed_connection::call {
+  std::span<reply_ptr> replies;
+  std::size_t received = 0;
+  bool blocking = false;
+  bool answered = false;  // every reply arrived, or the connection broke
+  bool failed = false;
+  std::condition_variable turn;  // answered, or the reader role may be free
+};
+
+void multiplexed_connection::reader_deleter::operator()(redisReader* r) const noexcept { redisReaderFree(r); }
+
+multiplexed_connection::multiplexed_connection(const endpoint& where)
+    : conn_(where), command_timeout_(where.command_timeout), parser_(redisReaderCreate()),
+      last_reply_(std::chrono::steady_clock::now()) {
+  if (parser_ == nullptr) throw io_failure("cannot allocate a hiredis reply parser");
+}
+
+multiplexed_connection::~multiplexed_connection() = default;
+
+void multiplexed_connection::exchange(std::span<command> commands, std::span<reply_ptr> replies, bool blocking) {
+  // Formatted outside the lock into a per-thread buffer: no allocation per call, and a buffer
+  // that grew for a large payload is given back instead of kept for the thread's life.
+  thread_local std::string wire;
+  constexpr std::size_t kept_capacity = 64 * 1024;
+  if (wire.capacity() > kept_capacity) std::string().swap(wire);
+  wire.clear();
+  for (const command& cmd : commands) cmd.append_to(wire);
+
+  call me;
+  me.replies = replies;
+  me.blocking = blocking;
+  std::unique_lock lock(mutex_);
+  if (broken()) throw io_failure(failure_);
+  send_locked(wire);  // throws, having broken the connection, when the write fails
+  waiting_.push_back(&me);
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  if (blocking) blocking_in_flight_.fetch_add(1, std::memory_order_relaxed);
+
+  std::deque<reply_ptr> arrived;
+  while (!me.answered) {
+    if (reading_) {
+      me.turn.wait(lock);
+      continue;
+    }
+    reading_ = true;
+    lock.unlock();
+    std::string failure;
+    try {
+      read_some(arrived);
+    } catch (const io_failure& e) {
+      failure = e.what();
+    }
+    lock.lock();
+    reading_ = false;
+    deliver_locked(arrived);
+    if (!failure.empty()) break_locked(std::move(failure));
+  }
+  // Pass the reader role on: the oldest waiting caller's reply is the next to arrive.
+  if (!reading_ && !waiting_.empty()) waiting_.front()->turn.notify_one();
+  if (me.failed) throw io_failure(failure_);
+}
+
+void multiplexed_connection::send_locked(const std::string& wire) {
+  const int fd = conn_.fd();
+  std::size_t sent = 0;
+  while (sent < wire.size()) {
+    const ssize_t n = ::send(fd, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const bool timed_out = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    break_locked(timed_out ? "send: the server accepted nothing within the command timeout of " +
+                                 std::to_string(command_timeout_.count()) + " ms"
+                           : std::string("send: ") + std::strerror(errno));
+    throw io_failure(failure_);
+  }
+}
+
+void multiplexed_connection::read_some(std::deque<reply_ptr>& replies) {
+  char buffer[16 * 1024];
+  ssize_t n = 0;
+  do {
+    n = ::recv(conn_.fd(), buffer, sizeof buffer, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n == 0) throw io_failure("receive: the server closed the connection");
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      throw io_failure("receive: no reply within the command timeout of " + std::to_string(command_timeout_.count()) +
+                       " ms");
+    }
+    throw io_failure(std::string("receive: ") + std::strerror(errno));
+  }
+  if (redisReaderFeed(parser_.get(), buffer, static_cast<std::size_t>(n)) != REDIS_OK) {
+    throw io_failure("receive: cannot buffer the reply");
+  }
+  for (;;) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(parser_.get(), &reply) != REDIS_OK) {
+      throw io_failure(std::string("receive: protocol error: ") + parser_->errstr);
+    }
+    if (reply == nullptr) return;
+    replies.emplace_back(static_cast<redisReply*>(reply));
+  }
+}
+
+void multiplexed_connection::deliver_locked(std::deque<reply_ptr>& replies) {
+  if (!replies.empty()) last_reply_ = std::chrono::steady_clock::now();
+  while (!replies.empty() && !waiting_.empty()) {
+    call& c = *waiting_.front();
+    c.replies[c.received++] = std::move(replies.front());
+    replies.pop_front();
+    if (c.received < c.replies.size()) continue;
+    waiting_.pop_front();
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    if (c.blocking) blocking_in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    c.answered = true;
+    c.turn.notify_one();
+  }
+  if (!replies.empty()) {
+    replies.clear();
+    break_locked("receive: a reply nobody asked for (the connection is out of step)");
+  }
+}
+
+void multiplexed_connection::break_locked(std::string reason) {
+  if (!broken()) {
+    failure_ = std::move(reason);
+    broken_.store(true, std::memory_order_release);
+    // Close our side now, not when the last user lets go: Redis then drops what it has not run
+    // yet instead of running it for nobody (a call that timed out must not claim a key later).
+    // The descriptor stays open until destruction, so a concurrent reader cannot hit a reused one.
+    ::shutdown(conn_.fd(), SHUT_RDWR);
+  }
+  for (call* c : waiting_) {
+    c->failed = true;
+    c->answered = true;
+    c->turn.notify_one();
+  }
+  waiting_.clear();
+  in_flight_.store(0, std::memory_order_relaxed);
+  blocking_in_flight_.store(0, std::memory_order_relaxed);
+}
+
+bool multiplexed_connection::usable(std::chrono::steady_clock::duration idle_for) {
+  std::lock_guard lock(mutex_);
+  if (broken()) return false;
+  if (reading_ || !waiting_.empty()) return true;  // in use: a problem will show in the read
+  if (std::chrono::steady_clock::now() - last_reply_ < idle_for) return true;
+  char probe = 0;
+  const ssize_t n = ::recv(conn_.fd(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+  break_locked(n == 0 ? "the server closed the connection while it was idle"
+                      : n > 0 ? "bytes nobody asked for arrived while the connection was idle"
+                              : std::string("the idle connection failed: ") + std::strerror(errno));
+  return false;
+}
+
+}  // namespace idem::detail::redis
