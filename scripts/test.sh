@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: install what is missing, then three builds, each tested by ctest.
 #   1. g++-12, every target (annotator, stores, samples, benchmarks), all tests;
 #   2. clang++-19 with AddressSanitizer + UndefinedBehaviorSanitizer: runtime, stores, fuzz targets;
-#   3. clang++-19 with ThreadSanitizer: the concurrency tests of the engine and the memory store, and
-#      the SQLite store's tests (threads and processes on one file).
+#   3. clang++-19 with ThreadSanitizer: the concurrency tests of the engine and the memory store, the
+#      SQLite store's tests (threads and processes on one file) and the Redis store's (threads
+#      pipelining on shared connections, the subscriber thread).
 # PostgreSQL and redis-server are started by ctest fixtures on 127.0.0.1 in temporary directories
 # and stopped at the end of each ctest run.
 set -euo pipefail
@@ -30,7 +31,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 echo "== 3/3 clang++-19: ThreadSanitizer (concurrency tests)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_BUILD_TYPE=Debug \
-  -DIDEM_SANITIZE=thread -DIDEM_STORES="sqlite" -DIDEM_BUILD_ANNOTATOR=OFF -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_SAMPLES=OFF
+  -DIDEM_SANITIZE=thread -DIDEM_STORES="sqlite;redis" -DIDEM_BUILD_ANNOTATOR=OFF -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_SAMPLES=OFF
 cmake --build build-tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -L "concurrency|sqlite"
 

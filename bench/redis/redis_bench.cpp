@@ -13,7 +13,11 @@
 //             (1 round trip): the floor any store with these round trips can reach.
 //   raw-lua   the same commands, each wrapped in a one-line Lua script sent with EVALSHA: the floor
 //             of a design whose every round trip is a script, as idem's is.
-//   store     redis_store::try_acquire + complete, then try_acquire.
+//   raw-idem  idem's own acquire and complete scripts with the arguments the store sends, from
+//             hiredis with no library (keys, tokens and the encoded payload made in advance): the
+//             floor of this protocol, so store / raw-idem is what the library itself costs.
+//   store     redis_store::try_acquire + complete, then try_acquire (a connection per thread).
+//   store-1conn  the same with pool_size = 1: every thread pipelines on one connection.
 //   engine    idem::engine::execute with json_codec around the store: what an application calls.
 //   engine+cache  the same with the local cache of completed records (10,000 entries).
 // Plus the wake-up latency of a waiting duplicate: from just before the holder's complete() to the
@@ -44,6 +48,8 @@
 #include <idem/json_codec.hpp>
 #include <idem/lease_token.hpp>
 #include <idem/redis_store.hpp>
+
+#include "scripts.hpp"  // runtime/redis: the store's scripts, for the raw-idem row
 
 namespace {
 
@@ -211,20 +217,74 @@ void bench_raw(const settings& s, int threads, bool scripted) {
   report(row, threads, "hot", median_of(hot));
 }
 
+// idem's scripts through bare hiredis: what the protocol costs with no library around it.
+void bench_raw_idem(const settings& s, int threads) {
+  const auto& scripts = idem::detail::redis::scripts();
+  std::vector<std::unique_ptr<raw_client>> clients;
+  for (int t = 0; t < threads; ++t) clients.push_back(std::make_unique<raw_client>(s));
+  clients[0]->load(std::string(scripts.acquire.source));
+  clients[0]->load(std::string(scripts.complete.source));
+  // What encode_payload makes of the store row's payload.
+  const std::string payload = R"(16:application/json40:{"ok":true,"order_id":"o-1","amount":42}0:)";
+  std::vector<sample> first, replay, hot;
+  for (int r = 0; r < s.repeats; ++r) {
+    const std::string id = run_id();
+    // Keys and tokens of the store's shapes: <prefix>rec:<scope>:<64 hex>, 32 hex digits.
+    auto key = [&](int t, int i) {
+      std::string k = "bench:raw-idem:rec:Bench.store:" + id + std::to_string(t * 1'000'000 + i);
+      k.resize(31 + 64, '0');
+      return k;
+    };
+    auto token = [&](int t, int i) {
+      std::string k = std::to_string(t * 1'000'000 + i);
+      k.resize(32, '0');
+      return k;
+    };
+    std::vector<std::vector<std::string>> keys(static_cast<std::size_t>(threads));
+    std::vector<std::vector<std::string>> tokens(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+      for (int i = 0; i < s.calls; ++i) {
+        keys[static_cast<std::size_t>(t)].push_back(key(t, i));
+        tokens[static_cast<std::size_t>(t)].push_back(token(t, i));
+      }
+    }
+    const std::string channel = "bench:raw-idem:evt:Bench.store:" + std::string(64, '0');
+    // Thread `t` claims or replays the key of thread `owner`, call `i`.
+    auto acquire = [&](int t, int owner, int i) {
+      const auto oi = static_cast<std::size_t>(owner);
+      const auto ii = static_cast<std::size_t>(i);
+      clients[static_cast<std::size_t>(t)]->command(
+          {"EVALSHA", scripts.acquire.sha, "1", keys[oi][ii], tokens[oi][ii], "30000", "3600000", "-", "60000", "0"});
+    };
+    first.push_back(measure(threads, s.calls, [&](int t, int i) {
+      acquire(t, t, i);
+      const auto ti = static_cast<std::size_t>(t);
+      const auto ii = static_cast<std::size_t>(i);
+      clients[ti]->command(
+          {"EVALSHA", scripts.complete.sha, "1", keys[ti][ii], tokens[ti][ii], "3600000", "60000", payload, channel});
+    }));
+    replay.push_back(measure(threads, s.calls, [&](int t, int i) { acquire(t, t, i); }));
+    hot.push_back(measure(threads, s.calls, [&](int t, int) { acquire(t, 0, 0); }));
+  }
+  report("raw-idem", threads, "first", median_of(first));
+  report("raw-idem", threads, "replay", median_of(replay));
+  report("raw-idem", threads, "hot", median_of(hot));
+}
+
 // --- idem --------------------------------------------------------------------------------------
 
-idem::redis_store_options store_options(const settings& s, bool cache) {
+idem::redis_store_options store_options(const settings& s, bool cache, std::size_t connections = 0) {
   idem::redis_store_options o;
   o.host = s.host;
   o.port = s.port;
   o.prefix = "bench:idem:";
-  o.pool_size = static_cast<std::size_t>(std::max(8, s.threads));
+  o.pool_size = connections != 0 ? connections : static_cast<std::size_t>(std::max(8, s.threads));
   if (cache) o.local_cache = {.max_entries = 100'000, .max_age = 60s};
   return o;
 }
 
-void bench_store(const settings& s, int threads) {
-  idem::redis_store store(store_options(s, false));
+void bench_store(const settings& s, int threads, std::size_t connections, const std::string& row) {
+  idem::redis_store store(store_options(s, false, connections));
   const idem::payload value{"application/json", R"({"ok":true,"order_id":"o-1","amount":42})", {}};
   std::vector<sample> first, replay, hot;
   for (int r = 0; r < s.repeats; ++r) {
@@ -245,9 +305,9 @@ void bench_store(const settings& s, int threads) {
       if (!std::holds_alternative<idem::duplicate>(store.try_acquire(ctx(0, 0)))) throw std::runtime_error("not a duplicate");
     }));
   }
-  report("store", threads, "first", median_of(first));
-  report("store", threads, "replay", median_of(replay));
-  report("store", threads, "hot", median_of(hot));
+  report(row, threads, "first", median_of(first));
+  report(row, threads, "replay", median_of(replay));
+  report(row, threads, "hot", median_of(hot));
 }
 
 void bench_engine(const settings& s, int threads, bool cache) {
@@ -354,7 +414,9 @@ int main(int argc, char** argv) {
     for (int threads : {1, s.threads}) {
       if (wanted("raw")) bench_raw(s, threads, false);
       if (wanted("raw-lua")) bench_raw(s, threads, true);
-      if (wanted("store")) bench_store(s, threads);
+      if (wanted("raw-idem")) bench_raw_idem(s, threads);
+      if (wanted("store")) bench_store(s, threads, 0, "store");
+      if (wanted("store-1conn")) bench_store(s, threads, 1, "store-1conn");
       if (wanted("engine")) bench_engine(s, threads, false);
       if (wanted("engine+cache")) bench_engine(s, threads, true);
     }

@@ -5,6 +5,8 @@
 #   bench/redis/run.sh [build-dir]        (default: ./build; needs the idem_bench_redis target)
 #   ROUNDS=5 CALLS=2000 THREADS=8 WAKE=300 PEERS=1 PIN=0 bench/redis/run.sh build
 #
+# PIN=split runs redis-server on CPU 1 and every client on CPU 0: Redis has a core of its own, as
+# on a real deployment, but on this VM every request then wakes an idle vCPU and runs are noisy.
 # PIN=1 runs redis-server and every client on CPU 0. On a small VM a request that has to wake the
 # other, idle vCPU costs a multiple of one that stays on a busy core, and unpinned runs flip between
 # the two at random; pinned, one call at a time is stable and compares CPU cost per call. (With
@@ -40,6 +42,9 @@ run=()
 if [[ "${PIN:-0}" == 1 ]]; then
   taskset -pc 0 "$(cat "$state/redis.pid")" >/dev/null
   run=(taskset -c 0)
+elif [[ "${PIN:-0}" == split ]]; then
+  taskset -pc 1 "$(cat "$state/redis.pid")" >/dev/null
+  run=(taskset -c 0)
 fi
 : >"$results"
 
@@ -55,42 +60,4 @@ done
 "${run[@]}" "$bench" --address "$address" --only wake --wake-samples "$wake" | tee -a "$results"
 echo "# done; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-awk -v threads="$threads" '
-  $1 == "RESULT" {
-    k = $2 "|" $3 "|" $4
-    n[k]++; ops[k, n[k]] = $5; p50[k, n[k]] = $6; p99[k, n[k]] = $7
-  }
-  function median(arr, k,   i, j, v, tmp, m) {
-    m = n[k]
-    for (i = 1; i <= m; i++) v[i] = arr[k, i] + 0
-    for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (v[j] < v[i]) { tmp = v[i]; v[i] = v[j]; v[j] = tmp }
-    return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
-  }
-  function mops(row, t, phase,   k) { k = row "|" t "|" phase; return (k in n) ? median(ops, k) : 0 }
-  function cell(row, t, phase,   k) {
-    k = row "|" t "|" phase
-    if (!(k in n)) return sprintf("%-24s", "-")
-    return sprintf("%-24s", sprintf("%d (%.0f/%.0f)", median(ops, k), median(p50, k), median(p99, k)))
-  }
-  function ratio(a, b) { return (b > 0 && a > 0) ? sprintf("%.2fx", a / b) : "-" }
-  function best_peer(t, phase,   best, v) {
-    best = mops("powertools", t, phase)
-    v = mops("node-idempotency", t, phase); if (v > best) best = v
-    if (phase == "first") { v = mops("powertools+cache", t, phase); if (v > best) best = v }
-    return best
-  }
-  END {
-    rows_n = split("raw raw-lua store engine engine+cache powertools powertools+cache node-idempotency", rows, " ")
-    for (pass = 1; pass <= 2; pass++) {
-      t = pass == 1 ? 1 : threads
-      printf "\n## %s: calls/s (p50/p99 us), medians over the rounds\n", pass == 1 ? "one call at a time" : threads " C++ threads / " threads " Node calls in flight"
-      printf "%-17s %-24s %-24s %-24s\n", "", "first call", "replay", "hot (one key)"
-      for (i = 1; i <= rows_n; i++) printf "%-17s %s %s %s\n", rows[i], cell(rows[i], t, "first"), cell(rows[i], t, "replay"), cell(rows[i], t, "hot")
-      printf "store  / raw:        first %s  replay %s\n", ratio(mops("store", t, "first"), mops("raw", t, "first")), ratio(mops("store", t, "replay"), mops("raw", t, "replay"))
-      printf "store  / raw-lua:    first %s  replay %s\n", ratio(mops("store", t, "first"), mops("raw-lua", t, "first")), ratio(mops("store", t, "replay"), mops("raw-lua", t, "replay"))
-      printf "engine / best peer:  first %s  replay %s  (peers without their local cache)\n", ratio(mops("engine", t, "first"), best_peer(t, "first")), ratio(mops("engine", t, "replay"), best_peer(t, "replay"))
-      printf "engine+cache replay / best peer replay: %s; / powertools+cache replay: %s\n", ratio(mops("engine+cache", t, "replay"), best_peer(t, "replay")), ratio(mops("engine+cache", t, "replay"), mops("powertools+cache", t, "replay"))
-    }
-    printf "\n## wake-up of a waiting duplicate (holder calls complete() -> the waiter returns)\n"
-    printf "p50 %.0f us, p99 %.0f us, max %.0f us\n", median(p50, "wake|1|wake"), median(p99, "wake|1|wake"), median(p50, "wake-max|1|wake")
-  }' "$results"
+awk -v threads="$threads" -f "$root/bench/redis/summarize.awk" "$results"
