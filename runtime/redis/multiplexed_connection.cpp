@@ -43,10 +43,12 @@ void multiplexed_connection::exchange(std::span<command> commands, std::span<rep
   me.blocking = blocking;
   std::unique_lock lock(mutex_);
   if (broken()) throw io_failure(failure_);
-  send_locked(wire);  // throws, having broken the connection, when the write fails
+  // Queued before the write: once the bytes are out, nothing may fail between them and our place
+  // in the queue, or our reply would go to the caller behind us.
   waiting_.push_back(&me);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   if (blocking) blocking_in_flight_.fetch_add(1, std::memory_order_relaxed);
+  send_locked(wire);  // throws, having broken the connection (which fails `me` too), when it fails
 
   std::deque<reply_ptr> arrived;
   while (!me.answered) {
@@ -59,7 +61,7 @@ void multiplexed_connection::exchange(std::span<command> commands, std::span<rep
     std::string failure;
     try {
       read_some(arrived);
-    } catch (const io_failure& e) {
+    } catch (const std::exception& e) {  // io_failure, or bad_alloc while parsing
       failure = e.what();
     }
     lock.lock();
