@@ -60,21 +60,21 @@ std::string encode_payload(const payload& value) {
 std::optional<complete_record> decode_complete(std::string_view value) {
   const std::size_t end_of_header = value.find('\n');
   if (end_of_header == std::string_view::npos) return std::nullopt;
-  // idem/1 c <lx> <ex> <tok> <fp> <ca>
-  std::string_view fields[7];
+  // idem/2 c <completed at> <ttl> <fingerprint>
+  std::string_view fields[5];
   std::string_view header = value.substr(0, end_of_header);
-  for (std::size_t i = 0; i < 7; ++i) {
+  for (std::size_t i = 0; i < 5; ++i) {
     const std::size_t space = header.find(' ');
-    if ((space == std::string_view::npos) != (i == 6)) return std::nullopt;
+    if ((space == std::string_view::npos) != (i == 4)) return std::nullopt;
     fields[i] = header.substr(0, space);
     header = space == std::string_view::npos ? std::string_view() : header.substr(space + 1);
   }
-  if (fields[0] != "idem/1" || fields[1] != "c") return std::nullopt;
+  if (fields[0] != "idem/2" || fields[1] != "c" || !parse_int(fields[3]) || fields[4].empty()) return std::nullopt;
   complete_record out;
-  const auto completed_at = parse_int(fields[6]);
+  const auto completed_at = parse_int(fields[2]);
   if (!completed_at) return std::nullopt;
   out.completed_at_ms = *completed_at;
-  if (fields[5] != "-") out.fingerprint = std::string(fields[5]);
+  if (fields[4] != "-") out.fingerprint = std::string(fields[4]);
 
   std::size_t pos = end_of_header + 1;
   const auto type = read_field(value, pos);

@@ -14,7 +14,8 @@ namespace idem::detail::redis {
 
 // A record is one string value (runtime/redis/lua/common.lua has the authority on the layout):
 //
-//   idem/1 <st> <lx> <ex> <tok> <fp> <ca>\n<payload>
+//   idem/2 p <claimed at> <lease from> <lease ms> <ttl ms> <fingerprint> <token>\n
+//   idem/2 c <completed at> <ttl ms> <fingerprint>\n<payload>
 //
 // and the payload, once complete, is `<len>:<type><len>:<body><len>:<attributes>` with decimal
 // lengths, attributes as encode_attributes writes them.

@@ -252,7 +252,7 @@ struct redis_store::impl {
     }
     if (code == "V") {
       throw corrupt_record_error(head + "the record has format version \"" + std::string(detail) +
-                                 "\", this version of idem reads format 1 only");
+                                 "\", this version of idem reads format 2 only");
     }
     throw corrupt_record_error(head + "the record is malformed (field " + std::string(detail) + ")");
   }
@@ -278,7 +278,9 @@ struct redis_store::impl {
     const std::string ttl_ms = decimal_of(capped(ctx.ttl));
     const std::string_view fingerprint = ctx.fingerprint ? std::string_view(*ctx.fingerprint) : std::string_view("-");
     const std::array<std::string_view, 1> keys{key};
-    const std::array<std::string_view, 6> args{token_text, lease_ms, ttl_ms, fingerprint, grace, cache ? "1" : "0"};
+    const std::string claim_px =
+        decimal_of(std::max(capped(ctx.lease), capped(ctx.ttl)) + capped(options.retention_grace));
+    const std::array<std::string_view, 6> args{token_text, lease_ms, ttl_ms, fingerprint, claim_px, cache ? "1" : "0"};
     const steady::time_point sent_at = steady::now();
     outcome out = eval(t, rd::scripts().acquire, keys, args, false);
     const answer a = read_answer(t, *out.reply);
@@ -479,7 +481,8 @@ void redis_store::complete(const identity& id, const lease_token& token, const p
   const std::string ttl_ms = impl::decimal_of(capped(ttl));
   const std::string encoded = rd::encode_payload(value);
   const std::array<std::string_view, 1> keys{key};
-  const std::array<std::string_view, 5> args{token_text, ttl_ms, d.grace, encoded, chan};
+  const std::string complete_px = impl::decimal_of(capped(ttl) + capped(d.options.retention_grace));
+  const std::array<std::string_view, 5> args{token_text, ttl_ms, complete_px, encoded, chan};
   const steady::time_point sent_at = steady::now();
   impl::outcome out = d.eval(t, rd::scripts().complete, keys, args, true);
   const redisReply& reply = *out.reply;

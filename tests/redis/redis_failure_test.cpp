@@ -143,5 +143,5 @@ TEST_CASE("with a connected replica, required acknowledgements succeed") {
   store.complete(id, token, sample_payload("replicated"), 1h);
   CHECK(require_duplicate(store.try_acquire(make_context(id))).value == sample_payload("replicated"));
   // The replica holds the record too.
-  CHECK(replica_admin.text({"GET", store.record_key(id)}).starts_with("idem/1 c "));
+  CHECK(replica_admin.text({"GET", store.record_key(id)}).starts_with("idem/2 c "));
 }

@@ -1,20 +1,23 @@
 -- acquire.lua — claim-or-replay in one round trip.
--- KEYS[1] the record. ARGV: token, lease ms, ttl ms, fingerprint ('-' = none), retention grace ms,
--- '1' when a replay should carry its remaining ttl (the client's local cache needs it).
+-- KEYS[1] the record. ARGV: token, lease ms, ttl ms, fingerprint ('-' = none), native expiry of a
+-- claim in ms (max(lease, ttl) + retention grace, computed by the client), '1' when a replay should
+-- carry its remaining ttl (the client's local cache needs it).
 -- Answers 'A' acquired | the complete record itself (or 'D<remaining ttl> ' .. record) |
 -- 'B <remaining lease> <holder's token>' | 'M <stored fingerprint>' | a refusal of parse().
 local k = KEYS[1]
 local v = redis.pcall('GET', k)
-local now = now_ms()
+local now, now_text = now_ms()
 if v ~= false then
-  -- The hot path, a replay, with the one field it needs; parse() reads every other case.
-  local ex = type(v) == 'string' and string.match(v, '^idem/1 c %d+ (%d+) ')
-  if ex and tonumber(ex) > now then
+  -- The hot path, a replay, with the two fields it needs; parse() reads every other case.
+  local ca, ttl = nil, nil
+  if type(v) == 'string' then ca, ttl = string.match(v, '^idem/2 c (%d+) (%d+) ') end
+  local ex = ca and tonumber(ca) + tonumber(ttl)
+  if ex and ex > now then
     if ARGV[4] ~= '-' then
-      local fp = string.match(v, '^idem/1 c %d+ %d+ %S+ (%S+) ')
+      local fp = string.match(v, '^idem/2 c %d+ %d+ ([%x%-]+)\n')
       if fp ~= '-' and fp ~= ARGV[4] then return 'M ' .. fp end
     end
-    if ARGV[6] == '1' then return 'D' .. (tonumber(ex) - now) .. ' ' .. v end
+    if ARGV[6] == '1' then return 'D' .. (ex - now) .. ' ' .. v end
     return v
   end
   local r, refusal = parse(v)
@@ -25,7 +28,8 @@ if v ~= false then
   end
   -- A complete record past its ttl, or a lease that ran out: claim afresh (a steal).
 end
-local lease, ttl = tonumber(ARGV[2]), tonumber(ARGV[3])
-redis.call('SET', k, 'idem/1 p ' .. (now + lease) .. ' ' .. (now + ttl) .. ' ' .. ARGV[1] .. ' ' .. ARGV[4] .. ' 0\n',
-           'PX', tostring(math.max(lease, ttl) + tonumber(ARGV[5])))
+redis.call('SET', k,
+           'idem/2 p ' .. now_text .. ' ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' ..
+               ARGV[1] .. '\n',
+           'PX', ARGV[5])
 return 'A'

@@ -3,46 +3,61 @@
 -- A record is one string value: a header line, then (once complete) the payload as the client
 -- encoded it, which the scripts never look into:
 --
---   idem/1 <st> <lx> <ex> <tok> <fp> <ca>\n<payload>
+--   idem/2 p <claimed at> <lease from> <lease ms> <ttl ms> <fingerprint> <token>\n
+--   idem/2 c <completed at> <ttl ms> <fingerprint>\n<payload>
 --
--- st: p (in progress) | c (complete); lx: lease expiry; ex: logical expiry; tok: lease token
--- ('-' once complete); fp: request fingerprint ('-' = none); ca: completed at ('0' while in
--- progress). Times are Redis TIME in milliseconds since the epoch. A value that does not start
--- with "idem/" was not written by idem. One string (not a hash) keeps every script to one read and
--- one write, and SET ... PX sets the native expiry in the same command.
+-- Times are Redis TIME in milliseconds since the epoch, durations milliseconds. An in-progress
+-- record expires at claimed at + ttl and its lease at lease from + lease (extend moves lease
+-- from); a complete one expires at completed at + ttl. The fingerprint is hex, '-' for none; the
+-- token 32 hex digits, last, so a holder is recognised by the record's end. A value that does not
+-- start with "idem/" was not written by idem. One string (not a hash) keeps every script to one
+-- read and one write, and SET ... PX sets the native expiry in the same command.
 --
--- Every script answers with one flat string (purge: an integer), never a table: turning a Lua
--- table into a Redis reply costs about as much server time as the rest of a replay
--- (docs/bench-redis.md). Numbers become text through `..` or tostring(), which print an integral
--- Lua number below 1e14 as plain digits; the store caps every duration at about a century, so times
--- stay below 1e13. (A number passed to redis.call as a number would be formatted by Redis, whose
--- format has changed between versions.)
+-- Why times and durations are stored apart, and every script answers with one flat string (purge:
+-- an integer), never a table: Lua work is the server cost of a round trip. Storing the clock's
+-- digits and the client's durations as they come means no script formats a number on the way to a
+-- claim, a completion or a replay; the client computes the native expiries (PX) itself; and
+-- turning a Lua table into a Redis reply costs about as much as the rest of a replay
+-- (docs/bench-redis.md has the measurements).
 --
 -- Needs Redis >= 5, which replicates a script's effects (not the script), so writes may follow TIME.
 
+-- Redis TIME as a number of milliseconds and as its 13 digits, made without formatting a number.
 local function now_ms()
   local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000)
+  return t[1] * 1000 + math.floor(t[2] / 1000), t[1] .. string.sub('00000' .. t[2], -6, -4)
 end
 
 -- parse(v) -> record | nil, refusal
--- v is what GET or GETRANGE answered through redis.pcall. The refusal is the script's answer:
--- 'F' the key holds data idem did not write (another type, or a string not starting "idem/");
--- 'V <version>' an unknown format version; 'C header' a malformed header.
+-- v is what GET or GETRANGE answered through redis.pcall. A record has st, ex, fp, and for 'p'
+-- also lx and tok. The refusal is the script's answer: 'F' the key holds data idem did not write
+-- (another type, or a string not starting "idem/"); 'V <version>' an unknown format version;
+-- 'C header' a malformed header.
 local function parse(v)
   if type(v) ~= 'string' then return nil, 'F' end
-  local st, lx, ex, tok, fp, ca = string.match(v, '^idem/1 ([pc]) (%d+) (%d+) ([%x%-]+) ([%x%-]+) (%d+)\n')
-  if st then return {st = st, lx = tonumber(lx), ex = tonumber(ex), tok = tok, fp = fp, ca = ca} end
+  local ca, ttl, fp = string.match(v, '^idem/2 c (%d+) (%d+) ([%x%-]+)\n')
+  if ca then return {st = 'c', ex = tonumber(ca) + tonumber(ttl), fp = fp} end
+  local cl, lf, lease, ttl2, fp2, tok = string.match(v, '^idem/2 p (%d+) (%d+) (%d+) (%d+) ([%x%-]+) (%x+)\n')
+  if cl then
+    return {st = 'p', ex = tonumber(cl) + tonumber(ttl2), lx = tonumber(lf) + tonumber(lease), fp = fp2, tok = tok,
+            claimed = cl, ttl = ttl2}
+  end
   if string.sub(v, 1, 5) ~= 'idem/' then return nil, 'F' end
   local version = string.match(v, '^idem/(%d+) ')
-  if version and version ~= '1' then return nil, 'V ' .. version end
+  if version and version ~= '2' then return nil, 'V ' .. version end
   return nil, 'C header'
 end
 
--- The record at k: record | false (absent) | nil, refusal. A whole GET: used where the record is
--- expected in progress, which carries no payload.
-local function load(k)
-  local v = redis.pcall('GET', k)
-  if v == false then return false end
-  return parse(v)
+-- True when v is an in-progress record held under `token`: its header ends with the token.
+local function held_by(v, token)
+  return type(v) == 'string' and string.sub(v, 1, 9) == 'idem/2 p ' and string.sub(v, -34) == ' ' .. token .. '\n'
+end
+
+-- Why a record is not held under the caller's token: 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
+local function not_held(v)
+  if v == false then return 'MISSING' end
+  local r, refusal = parse(v)
+  if not r then return refusal end
+  if r.st ~= 'p' then return 'DONE' end
+  return 'STOLEN'
 end

@@ -2,12 +2,17 @@
 -- grows with it when needed and never shrinks.
 -- KEYS[1] the record. ARGV: token, lease ms, retention grace ms. Answers 'OK' | 'NOOP'.
 local k = KEYS[1]
-local r = load(k)
-if not r or r.st ~= 'p' or r.tok ~= ARGV[1] then return 'NOOP' end
-local now = now_ms()
-local lx = now + tonumber(ARGV[2])
-local keep = math.max(lx, r.ex) - now + tonumber(ARGV[3])
+local v = redis.pcall('GET', k)
+if not held_by(v, ARGV[1]) then return 'NOOP' end
+local r = parse(v)
+if not r then return 'NOOP' end
+local now, now_text = now_ms()
+local lease = tonumber(ARGV[2])
+local keep = math.max(now + lease, r.ex) - now + tonumber(ARGV[3])
 local pttl = redis.call('PTTL', k)
 if pttl > keep then keep = pttl end
-redis.call('SET', k, 'idem/1 p ' .. lx .. ' ' .. r.ex .. ' ' .. r.tok .. ' ' .. r.fp .. ' 0\n', 'PX', tostring(keep))
+redis.call('SET', k,
+           'idem/2 p ' .. r.claimed .. ' ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. r.ttl .. ' ' .. r.fp .. ' ' .. r.tok ..
+               '\n',
+           'PX', tostring(keep))
 return 'OK'
