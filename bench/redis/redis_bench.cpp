@@ -156,7 +156,8 @@ class raw_client {
     freeReplyObject(reply);
     return sha;
   }
-  void command(const std::vector<std::string>& args) {
+  // Runs one command; returns its reply's text ("" when it is not a string). Throws on an error.
+  std::string command(const std::vector<std::string>& args) {
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
     for (const auto& a : args) {
@@ -166,8 +167,12 @@ class raw_client {
     auto* reply = static_cast<redisReply*>(redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lens.data()));
     if (reply == nullptr) throw std::runtime_error("redis command failed");
     const bool failed = reply->type == REDIS_REPLY_ERROR;
+    std::string text = reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS
+                           ? std::string(reply->str, reply->len)
+                           : std::string();
     freeReplyObject(reply);
-    if (failed) throw std::runtime_error("redis answered an error");
+    if (failed) throw std::runtime_error("redis answered an error: " + text);
+    return text;
   }
 
  private:
@@ -229,17 +234,14 @@ void bench_raw_idem(const settings& s, int threads) {
   std::vector<sample> first, replay, hot;
   for (int r = 0; r < s.repeats; ++r) {
     const std::string id = run_id();
-    // Keys and tokens of the store's shapes: <prefix>rec:<scope>:<64 hex>, 32 hex digits.
-    auto key = [&](int t, int i) {
-      std::string k = "bench:raw-idem:rec:Bench.store:" + id + std::to_string(t * 1'000'000 + i);
-      k.resize(31 + 64, '0');
-      return k;
+    // Keys and tokens of the store's shapes: <prefix>rec:<scope>:<64 hex>, 32 hex digits. The
+    // arguments are the store's for a 30 s lease, a 1 h ttl and the default 1 min retention grace.
+    auto digits = [](int t, int i, int width) {
+      std::string n = std::to_string(t * 1'000'000 + i);
+      return std::string(static_cast<std::size_t>(width) - n.size(), '0') + n;  // fixed width: no collisions
     };
-    auto token = [&](int t, int i) {
-      std::string k = std::to_string(t * 1'000'000 + i);
-      k.resize(32, '0');
-      return k;
-    };
+    auto key = [&](int t, int i) { return "bench:raw-idem:rec:Bench.store:" + id + digits(t, i, 54); };
+    auto token = [&](int t, int i) { return digits(t, i, 32); };
     std::vector<std::vector<std::string>> keys(static_cast<std::size_t>(threads));
     std::vector<std::vector<std::string>> tokens(static_cast<std::size_t>(threads));
     for (int t = 0; t < threads; ++t) {
@@ -253,18 +255,24 @@ void bench_raw_idem(const settings& s, int threads) {
     auto acquire = [&](int t, int owner, int i) {
       const auto oi = static_cast<std::size_t>(owner);
       const auto ii = static_cast<std::size_t>(i);
-      clients[static_cast<std::size_t>(t)]->command(
-          {"EVALSHA", scripts.acquire.sha, "1", keys[oi][ii], tokens[oi][ii], "30000", "3600000", "-", "60000", "0"});
+      return clients[static_cast<std::size_t>(t)]->command(
+          {"EVALSHA", scripts.acquire.sha, "1", keys[oi][ii], tokens[oi][ii], "30000", "3600000", "-", "3660000", "0"});
+    };
+    // Each call checks the script's answer, so that the row measures the path the store takes.
+    auto expect = [](bool ok, const char* what) {
+      if (!ok) throw std::runtime_error(std::string("raw-idem: unexpected answer to ") + what);
     };
     first.push_back(measure(threads, s.calls, [&](int t, int i) {
-      acquire(t, t, i);
+      expect(acquire(t, t, i) == "A", "a first claim");
       const auto ti = static_cast<std::size_t>(t);
       const auto ii = static_cast<std::size_t>(i);
-      clients[ti]->command(
-          {"EVALSHA", scripts.complete.sha, "1", keys[ti][ii], tokens[ti][ii], "3600000", "60000", payload, channel});
+      expect(clients[ti]->command({"EVALSHA", scripts.complete.sha, "1", keys[ti][ii], tokens[ti][ii], "3600000",
+                                   "3660000", payload, channel})
+                 .starts_with("OK "),
+             "complete");
     }));
-    replay.push_back(measure(threads, s.calls, [&](int t, int i) { acquire(t, t, i); }));
-    hot.push_back(measure(threads, s.calls, [&](int t, int) { acquire(t, 0, 0); }));
+    replay.push_back(measure(threads, s.calls, [&](int t, int i) { expect(acquire(t, t, i).starts_with("idem/"), "a replay"); }));
+    hot.push_back(measure(threads, s.calls, [&](int t, int) { expect(acquire(t, 0, 0).starts_with("idem/"), "a replay"); }));
   }
   report("raw-idem", threads, "first", median_of(first));
   report("raw-idem", threads, "replay", median_of(replay));
