@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -36,12 +37,12 @@ class connection_pool {
   std::uint64_t opened() const noexcept { return opened_.load(std::memory_order_relaxed); }
 
  private:
-  std::shared_ptr<multiplexed_connection> pick_locked();
-
   endpoint where_;
   std::size_t capacity_;
-  std::mutex mutex_;  // also serialises connecting: concurrent first calls open one connection
+  std::mutex mutex_;
+  std::condition_variable opened_or_failed_;  // a connection being opened is done, either way
   std::vector<std::shared_ptr<multiplexed_connection>> open_;
+  std::size_t opening_ = 0;  // being opened, outside the lock
   std::atomic<std::uint64_t> opened_{0};
 };
 
