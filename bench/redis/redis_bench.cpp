@@ -21,7 +21,9 @@
 //   engine    idem::engine::execute with json_codec around the store: what an application calls.
 //   engine+cache  the same with the local cache of completed records (10,000 entries).
 // Plus the wake-up latency of a waiting duplicate: from just before the holder's complete() to the
-// waiter's return.
+// waiter's return; and (--only server-cost, not part of the default run) the Redis server time of
+// each script path against plain commands, from INFO commandstats:
+//   SERVER <path> <microseconds of server time per call>
 //
 // Every line starting with "RESULT" is machine-readable for bench/redis/run.sh:
 //   RESULT <row> <threads> <phase> <ops/s> <p50 us> <p99 us>
@@ -279,6 +281,65 @@ void bench_raw_idem(const settings& s, int threads) {
   report("raw-idem", threads, "hot", median_of(hot));
 }
 
+// The server time of each of idem's script paths, and of the plain commands of the raw row, as
+// Redis itself measures it (INFO commandstats, reset before each path). One client, one call at a
+// time.
+double server_usec_per_call(raw_client& c, const std::string& command) {
+  const std::string info = c.command({"INFO", "commandstats"});
+  const std::string head = "cmdstat_" + command + ":";
+  const auto at = info.find(head);
+  if (at == std::string::npos) throw std::runtime_error("INFO commandstats has no " + command);
+  const auto per_call = info.find("usec_per_call=", at);
+  return std::stod(info.substr(per_call + 14));
+}
+
+void bench_server_cost(const settings& s) {
+  const auto& scripts = idem::detail::redis::scripts();
+  raw_client c(s);
+  c.load(std::string(scripts.acquire.source));
+  c.load(std::string(scripts.complete.source));
+  c.load(std::string(scripts.release.source));
+  const std::string payload = R"(16:application/json40:{"ok":true,"order_id":"o-1","amount":42})" "0:";
+  const std::string id = run_id();
+  auto digits = [](int i, int width) {
+    std::string n = std::to_string(i);
+    return std::string(static_cast<std::size_t>(width) - n.size(), '0') + n;
+  };
+  auto key = [&](int i) { return "bench:server-cost:rec:Bench.store:" + id + digits(i, 54); };
+  auto token = [&](int i) { return digits(i, 32); };
+  const std::string channel = "bench:server-cost:evt:Bench.store:" + std::string(64, '0');
+  auto acquire = [&](int i, const std::string& tok) {
+    return c.command({"EVALSHA", scripts.acquire.sha, "1", key(i), tok, "30000", "3600000", "-", "3660000", "0"});
+  };
+  // Runs `call` for i in [from, from + calls) after a RESETSTAT, checks each answer, prints the cost.
+  auto path = [&](const char* name, const char* command, int from, auto call) {
+    c.command({"CONFIG", "RESETSTAT"});
+    for (int i = from; i < from + s.calls; ++i) {
+      if (!call(i)) throw std::runtime_error(std::string("server-cost: unexpected answer on ") + name);
+    }
+    std::printf("SERVER %s %.2f\n", name, server_usec_per_call(c, command));
+    std::fflush(stdout);
+  };
+  path("claim", "evalsha", 0, [&](int i) { return acquire(i, token(i)) == "A"; });
+  path("complete", "evalsha", 0, [&](int i) {
+    return c.command({"EVALSHA", scripts.complete.sha, "1", key(i), token(i), "3600000", "3660000", payload, channel})
+        .starts_with("OK ");
+  });
+  path("replay", "evalsha", 0, [&](int i) { return acquire(i, token(i)).starts_with("idem/"); });
+  const int held = s.calls;
+  for (int i = held; i < held + s.calls; ++i) acquire(i, token(i));
+  path("in-flight", "evalsha", held, [&](int i) { return acquire(i, token(i + 1)).starts_with("B "); });
+  path("release", "evalsha", held, [&](int i) {
+    return c.command({"EVALSHA", scripts.release.sha, "1", key(i), token(i), channel}) == "OK";
+  });
+  const std::string plain = "bench:server-cost:plain:" + id + ":";
+  path("plain-set-nx", "set", 0, [&](int i) {
+    return c.command({"SET", plain + std::to_string(i), "INPROGRESS", "NX", "PX", "3600000"}) == "OK";
+  });
+  path("plain-set", "set", 0, [&](int i) { return c.command({"SET", plain + std::to_string(i), payload, "PX", "3600000"}) == "OK"; });
+  path("plain-get", "get", 0, [&](int i) { return c.command({"GET", plain + std::to_string(i)}) == payload; });
+}
+
 // --- idem --------------------------------------------------------------------------------------
 
 idem::redis_store_options store_options(const settings& s, bool cache, std::size_t connections = 0) {
@@ -429,6 +490,7 @@ int main(int argc, char** argv) {
       if (wanted("engine+cache")) bench_engine(s, threads, true);
     }
     if (wanted("wake") && s.wake_samples > 0) bench_wake(s);
+    if (s.only == "server-cost") bench_server_cost(s);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "idem_bench_redis: %s\n", e.what());

@@ -58,6 +58,7 @@ for round in $(seq 1 "$rounds"); do
   fi
 done
 "${run[@]}" "$bench" --address "$address" --only wake --wake-samples "$wake" | tee -a "$results"
+"${run[@]}" "$bench" --address "$address" --only server-cost --calls "$calls" | tee -a "$results"
 echo "# done; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 awk -v threads="$threads" -f "$root/bench/redis/summarize.awk" "$results"

@@ -2,6 +2,7 @@
 #   awk -v threads=8 -f bench/redis/summarize.awk <output of run.sh or idem_bench_redis>
 # Every cell is the median over the rounds.
 
+$1 == "SERVER" { server[$2] = $3; server_order[++servers] = $2 }
 $1 == "RESULT" {
   k = $2 "|" $3 "|" $4
   n[k]++; ops[k, n[k]] = $5; p50[k, n[k]] = $6; p99[k, n[k]] = $7
@@ -41,4 +42,8 @@ END {
   }
   printf "\n## wake-up of a waiting duplicate (holder calls complete() -> the waiter returns)\n"
   printf "p50 %.0f us, p99 %.0f us, max %.0f us\n", median(p50, "wake|1|wake"), median(p99, "wake|1|wake"), median(p50, "wake-max|1|wake")
+  if (servers > 0) {
+    printf "\n## Redis server time per call, from INFO commandstats (us): idem's script paths and plain commands\n"
+    for (i = 1; i <= servers; i++) printf "%-14s %s\n", server_order[i], server[server_order[i]]
+  }
 }
