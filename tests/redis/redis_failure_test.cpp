@@ -20,14 +20,9 @@ using idem::contract::require_duplicate;
 using idem::contract::sample_payload;
 using idem::contract::stopwatch;
 using idem::contract::unique_key;
+using idem::redis_test::make_context;
 using idem::redis_test::private_server;
 using idem::redis_test::test_options;
-
-idem::context make_context(const idem::identity& id, std::chrono::milliseconds wait = 0ms) {
-  idem::context ctx{.id = id, .ttl = 1h, .lease = 30s, .wait = wait};
-  ctx.validate();
-  return ctx;
-}
 
 idem::identity make_id(std::string_view hint) { return idem::identity("RedisFailureTest.action", unique_key(hint)); }
 

@@ -23,16 +23,11 @@ using idem::contract::sample_payload;
 using idem::contract::stopwatch;
 using idem::contract::unique_key;
 using idem::redis_test::fixture_address;
+using idem::redis_test::make_context;
 using idem::redis_test::private_server;
 using idem::redis_test::raw_redis;
 using idem::redis_test::test_options;
 using idem::redis_test::unique_prefix;
-
-idem::context make_context(const idem::identity& id) {
-  idem::context ctx{.id = id, .ttl = 1h, .lease = 30s, .wait = 0ms};
-  ctx.validate();
-  return ctx;
-}
 
 idem::identity make_id(std::string_view hint) { return idem::identity("RedisPipelineTest.action", unique_key(hint)); }
 

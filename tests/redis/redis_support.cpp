@@ -59,6 +59,13 @@ redis_store_options test_options(const address& where, std::string prefix) {
   return o;
 }
 
+context make_context(const identity& id, std::chrono::milliseconds wait) {
+  using namespace std::chrono_literals;
+  context ctx{.id = id, .ttl = 1h, .lease = 30s, .wait = wait};
+  ctx.validate();
+  return ctx;
+}
+
 std::unique_ptr<redis_store> fixture_store(std::string prefix) {
   return std::make_unique<redis_store>(test_options(fixture_address(), std::move(prefix)));
 }

@@ -31,6 +31,9 @@ std::string unique_prefix(std::string_view hint);
 // Options for a store on `where` under `prefix` with short timeouts.
 redis_store_options test_options(const address& where, std::string prefix = "idem-test:");
 
+// A validated context for `id`: ttl 1 h, lease 30 s, and `wait` (default: look once, never block).
+context make_context(const identity& id, std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+
 // A store on the fixture's server.
 std::unique_ptr<redis_store> fixture_store(std::string prefix = "idem-test:");
 
