@@ -32,12 +32,13 @@ std::string_view to_string(completion_mode mode) noexcept;
 inline constexpr std::chrono::milliseconds min_ttl{1};
 inline constexpr std::chrono::milliseconds min_lease{2};  // the heartbeat runs at lease/2
 inline constexpr std::size_t min_fingerprint_length = 16;
+inline constexpr std::size_t max_fingerprint_length = 128;  // a SHA-256 in hex is 64
 
 // idem::context
 //
 // One guarded call: the record's identity, how long its result is replayable (ttl), how long one
 // acquisition is protected (lease), how long a duplicate blocks (wait; zero = look once), the
-// completion mode and an optional request fingerprint (hex, at least 16 characters). An aggregate:
+// completion mode and an optional request fingerprint (hex, 16 to 128 characters). An aggregate:
 // build it with designated initializers and call validate() before handing it to a store.
 struct context {
   identity id;
@@ -48,7 +49,7 @@ struct context {
   std::optional<std::string> fingerprint{};
 
   // Throws configuration_error naming the field, the value and the rule when ttl < 1 ms,
-  // lease < 2 ms, wait < 0, or the fingerprint is empty, shorter than 16 or not hex.
+  // lease < 2 ms, wait < 0, or the fingerprint is shorter than 16, longer than 128 or not hex.
   void validate() const;
 };
 

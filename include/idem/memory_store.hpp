@@ -32,7 +32,7 @@ class memory_store final : public store {
   void complete(const identity& id, const lease_token& token, const payload& value,
                 std::chrono::milliseconds ttl) override;
   void release(const identity& id, const lease_token& token) override;
-  void extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
+  bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
   std::size_t purge_expired() override;
   std::string_view name() const noexcept override { return "memory_store"; }
 

@@ -75,7 +75,7 @@ class postgres_store final : public store {
   void complete(const identity& id, const lease_token& token, const payload& value,
                 std::chrono::milliseconds ttl) override;
   void release(const identity& id, const lease_token& token) override;
-  void extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
+  bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
   std::size_t purge_expired() override;
 
   bool supports_transactional_completion() const noexcept override { return true; }

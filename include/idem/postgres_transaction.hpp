@@ -38,7 +38,8 @@ class postgres_transaction final : public basic_transaction {
   postgres_transaction(const postgres_transaction&) = delete;
   postgres_transaction& operator=(const postgres_transaction&) = delete;
 
-  // Sends COMMIT and then runs the after-commit callbacks. If the transaction cannot commit (it
+  // Runs the before-commit checks (one that throws rolls back, and its exception propagates),
+  // sends COMMIT and then runs the after-commit callbacks. If the transaction cannot commit (it
   // had failed, the server refused, or the connection broke so the outcome is unknown), runs the
   // after-rollback callbacks instead and throws store_unavailable_error. Throws idem::error if
   // the transaction already ended.

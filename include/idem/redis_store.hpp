@@ -106,7 +106,7 @@ class redis_store final : public store {
 
   // One round trip; a silent no-op unless the record is held under `token` (foreign data
   // included). Throws store_unavailable_error and durability_error only.
-  void extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
+  bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
 
   // Scans at most purge_max_pages pages of purge_batch keys under `<prefix>rec:*`, continuing
   // where the previous call stopped (the cursor is kept; a full sweep may take several calls), and

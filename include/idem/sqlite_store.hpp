@@ -101,7 +101,7 @@ class sqlite_store final : public store {
   void complete(const identity& id, const lease_token& token, const payload& value,
                 std::chrono::milliseconds ttl) override;
   void release(const identity& id, const lease_token& token) override;
-  void extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
+  bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
 
   // Deletes expired records in batches of purge_batch, one write transaction each.
   std::size_t purge_expired() override;

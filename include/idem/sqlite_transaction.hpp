@@ -39,8 +39,9 @@ class sqlite_transaction final : public basic_transaction {
   // (some errors, such as SQLITE_FULL, roll it back).
   bool active() const override;
 
-  // Runs COMMIT, then the after_commit callbacks. Throws configuration_error if the transaction is
-  // no longer active. If COMMIT fails it throws store_unavailable_error with SQLite's reason; the
+  // Runs the before-commit checks, COMMIT, then the after_commit callbacks. Throws
+  // configuration_error if the transaction is no longer active. A check that throws rolls the
+  // transaction back and its exception propagates. If COMMIT fails it throws store_unavailable_error with SQLite's reason; the
   // transaction is then still active (SQLITE_BUSY: commit may be retried) or, if SQLite rolled it
   // back, finished as a rollback.
   void commit();

@@ -85,16 +85,32 @@ class store {
   // Throws lease_lost_error if the record is absent, complete, or held under another token.
   virtual void release(const identity& id, const lease_token& token) = 0;
 
-  // Moves the lease of a record held under `token` to now + `lease`. A silent no-op if the
-  // record is absent, complete, or held under another token.
-  virtual void extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) = 0;
+  // Moves the lease of a record held under `token` to now + `lease` and returns true. Returns
+  // false, changing nothing, if the record is absent, complete, or held under another token.
+  [[nodiscard]] virtual bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) = 0;
+
+  // Like extend, but inside `tx` on the caller's connection when the store can join `tx` (so that
+  // the check holds until `tx` commits); the default calls extend. The engine calls it just
+  // before a transaction whose action it guards commits: false fails that commit.
+  [[nodiscard]] virtual bool extend_in_transaction(const identity& id, const lease_token& token,
+                                                   std::chrono::milliseconds lease, transaction& tx);
 
   // Deletes every record whose ttl has passed and that nobody holds (an in-progress record also
   // needs an expired lease). Returns how many it deleted. Safe to run concurrently with anything.
   virtual std::size_t purge_expired() = 0;
 
+  // How many callers are blocked inside try_acquire on this store object right now, waiting for
+  // a holder to finish. A statistic, and what tests wait on instead of sleeping.
+  virtual std::size_t waiting() const noexcept { return 0; }
+
   // True if complete_in_transaction can write the record inside a caller's transaction.
   virtual bool supports_transactional_completion() const noexcept { return false; }
+
+  // Empty if complete_in_transaction can write inside `tx` (a transaction of this store's kind on
+  // the same database), otherwise why not. The engine asks before acquiring, so that a
+  // join-transaction call never runs its action in a transaction that cannot hold its record.
+  // The default says the store cannot complete inside a caller's transaction.
+  [[nodiscard]] virtual std::string join_problem(const transaction& tx) const;
 
   // Like complete, but written inside `tx` on the caller's connection: invisible to others until
   // `tx` commits, gone with a rollback (the record then stays in progress under `token`).

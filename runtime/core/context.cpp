@@ -38,6 +38,9 @@ void context::validate() const {
     if (f.size() < min_fingerprint_length)
       throw configuration_error(fmt::format("request fingerprint of {} must be at least {} hex characters, got {}",
                                             record(), min_fingerprint_length, f.size()));
+    if (f.size() > max_fingerprint_length)
+      throw configuration_error(fmt::format("request fingerprint of {} must be at most {} hex characters, got {}",
+                                            record(), max_fingerprint_length, f.size()));
     if (!std::all_of(f.begin(), f.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }))
       throw configuration_error(fmt::format("request fingerprint of {} must be a hex string", record()));
   }

@@ -1,8 +1,32 @@
+// runtime/core/transaction.cpp — the thread's transaction binding and idem::basic_transaction.
+#include <idem/errors.hpp>
 #include <idem/transaction.hpp>
 
 namespace idem {
 namespace {
 thread_local transaction* current = nullptr;
+
+void run_all(std::vector<std::function<void()>>& callbacks) noexcept {
+  // Callbacks may register further callbacks; run until the list is drained.
+  while (!callbacks.empty()) {
+    std::vector<std::function<void()>> batch;
+    batch.swap(callbacks);
+    for (auto& callback : batch) {
+      try {
+        callback();
+      } catch (...) {
+        // Documented: a callback that throws is ignored (the engine's own callbacks never throw).
+      }
+    }
+  }
+}
+
+void run_now(std::function<void()>& callback) noexcept {
+  try {
+    callback();
+  } catch (...) {
+  }
+}
 }  // namespace
 
 transaction* current_transaction() noexcept { return current; }
@@ -10,34 +34,46 @@ transaction* current_transaction() noexcept { return current; }
 transaction_binding::transaction_binding(transaction& tx) noexcept : previous_(current) { current = &tx; }
 transaction_binding::~transaction_binding() { current = previous_; }
 
-void basic_transaction::after_commit(std::function<void()> callback) { on_commit_.push_back(std::move(callback)); }
-void basic_transaction::after_rollback(std::function<void()> callback) { on_rollback_.push_back(std::move(callback)); }
-
-namespace {
-void run_all(std::vector<std::function<void()>>& callbacks) noexcept {
-  // Callbacks may register further callbacks; run until the list is drained.
-  std::vector<std::function<void()>> batch;
-  batch.swap(callbacks);
-  for (auto& callback : batch) {
-    try {
-      callback();
-    } catch (...) {
-      // Documented: a callback that throws is ignored (the engine's own callbacks never throw).
-    }
-  }
+void basic_transaction::before_commit(std::function<void()> check) {
+  if (state_ != state::active) throw error("before_commit on a transaction that already ended");
+  before_commit_.push_back(std::move(check));
 }
-}  // namespace
+
+void basic_transaction::after_commit(std::function<void()> callback) {
+  if (state_ == state::active)
+    on_commit_.push_back(std::move(callback));
+  else if (state_ == state::committed)
+    run_now(callback);
+}
+
+void basic_transaction::after_rollback(std::function<void()> callback) {
+  if (state_ == state::active)
+    on_rollback_.push_back(std::move(callback));
+  else if (state_ == state::rolled_back)
+    run_now(callback);
+}
+
+void basic_transaction::prepare_commit() {
+  // A check may register further checks; each runs once.
+  for (std::size_t i = 0; i < before_commit_.size(); ++i) {
+    std::function<void()> check = std::move(before_commit_[i]);
+    check();
+  }
+  before_commit_.clear();
+}
 
 void basic_transaction::finish_commit() noexcept {
-  if (!active_) return;
-  active_ = false;
+  if (state_ != state::active) return;
+  state_ = state::committed;
+  before_commit_.clear();
   on_rollback_.clear();
   run_all(on_commit_);
 }
 
 void basic_transaction::finish_rollback() noexcept {
-  if (!active_) return;
-  active_ = false;
+  if (state_ != state::active) return;
+  state_ = state::rolled_back;
+  before_commit_.clear();
   on_commit_.clear();
   run_all(on_rollback_);
 }

@@ -296,16 +296,17 @@ void memory_store::release(const identity& id, const lease_token& token) {
   if (lost) throw_lease_lost("release", id, *lost);
 }
 
-void memory_store::extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) {
+bool memory_store::extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) {
   const composite_key composite(id);
   const hashed_key key{composite.view(), key_hash{}(composite.view())};
   shard& s = shard_for(key.hash);
 
   std::lock_guard lock(s.mutex);
   auto it = s.records.find(key);
-  if (it == s.records.end() || it->second.complete || it->second.token != token) return;
+  if (it == s.records.end() || it->second.complete || it->second.token != token) return false;
   // Waiters sleeping until the old expiry wake then, see the new one and sleep again.
   it->second.lease_expires = add_saturated(steady::now(), lease);
+  return true;
 }
 
 std::size_t memory_store::purge_expired() {

@@ -323,16 +323,17 @@ void postgres_store::release(const identity& id, const lease_token& token) {
   impl_->fenced(statement_id::release, "release", id, p);
 }
 
-void postgres_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
+bool postgres_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
   const digest d = id.key_digest();
   param_list p;
   p.text(id.scope()).bytes(d.data(), d.size()).uuid(token).int8(to_ms(lease));
   const auto deadline = steady::now() + impl_->options.operation_timeout;
   try {
     auto c = impl_->pool.acquire(deadline);
-    impl_->run(c, statement_id::extend, p, deadline);
+    const result_ptr r = impl_->run(c, statement_id::extend, p, deadline);
+    return std::string_view(PQcmdTuples(r.get())) == "1";
   } catch (const pg_error& e) {
-    if (e.kind() == failure::server && is_lost_race(e.sqlstate())) return;  // someone else holds it: no-op
+    if (e.kind() == failure::server && is_lost_race(e.sqlstate())) return false;  // someone else holds it
     throw_unavailable("extend", id.to_string(), e);
   }
 }

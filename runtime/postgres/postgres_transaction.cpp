@@ -39,6 +39,12 @@ postgres_transaction::~postgres_transaction() {
 
 void postgres_transaction::commit() {
   if (!active()) throw error("postgres_transaction::commit: the transaction already ended");
+  try {
+    prepare_commit();
+  } catch (...) {
+    rollback();
+    throw;
+  }
   detail::pg::result_ptr r{PQexec(connection_, "COMMIT")};
   // COMMIT of a transaction that had failed succeeds with the tag ROLLBACK.
   if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK && std::string_view(PQcmdStatus(r.get())) == "COMMIT") {

@@ -505,7 +505,7 @@ void redis_store::release(const identity& id, const lease_token& token) {
   d.release_record(id, d.key_of(id), token.to_string());
 }
 
-void redis_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
+bool redis_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
   impl& d = *impl_;
   const impl::target t{"extend", &id};
   const std::string key = d.key_of(id);
@@ -514,7 +514,9 @@ void redis_store::extend(const identity& id, const lease_token& token, milliseco
   const std::array<std::string_view, 1> keys{key};
   const std::array<std::string_view, 3> args{token_text, lease_ms, d.grace};
   impl::outcome out = d.eval(t, rd::scripts().extend, keys, args, true);
-  if (impl::read_answer(t, *out.reply).code == "OK") d.check_durability(t, out.acknowledged);
+  if (impl::read_answer(t, *out.reply).code != "OK") return false;
+  d.check_durability(t, out.acknowledged);
+  return true;
 }
 
 std::size_t redis_store::purge_expired() {

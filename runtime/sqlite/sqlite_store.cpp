@@ -479,7 +479,7 @@ void sqlite_store::release(const identity& id, const lease_token& token) {
   s.waiters->notify(key.waiter_name());
 }
 
-void sqlite_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
+bool sqlite_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
   state& s = *state_;
   const record_key key(id);
   try {
@@ -501,6 +501,7 @@ void sqlite_store::extend(const identity& id, const lease_token& token, millisec
     }
     tx.commit("commit the extension");
     if (extended && s.waiters->holds(token)) s.waiters->hold(token, lease);
+    return extended;
   } catch (const sqlite_failure& f) {
     s.unavailable("extend", &id, f.what());
   }

@@ -38,6 +38,12 @@ void sqlite_transaction::commit() {
     finish_rollback();
     throw store_unavailable_error("sqlite_transaction: cannot commit: SQLite already ended the transaction");
   }
+  try {
+    prepare_commit();
+  } catch (...) {
+    rollback();
+    throw;
+  }
   if (int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr); rc != SQLITE_OK) {
     const std::string reason = sqlite_reason(db_, rc);
     if (sqlite3_get_autocommit(db_) != 0) finish_rollback();

@@ -74,7 +74,16 @@ class test_transaction : public basic_transaction {
  public:
   test_transaction() : binding_(*this) {}
   ~test_transaction() override { finish_rollback(); }
-  void commit() { finish_commit(); }
+  // Like a real transaction: a before-commit check that throws rolls back and propagates.
+  void commit() {
+    try {
+      prepare_commit();
+    } catch (...) {
+      finish_rollback();
+      throw;
+    }
+    finish_commit();
+  }
   void rollback() { finish_rollback(); }
 
  private:
