@@ -162,7 +162,8 @@ constexpr duration_parse_result parse_duration(std::string_view text) noexcept {
     any_component = true;
     if (in_time) time_component = true;
 
-    if (whole > max_ms / unit_ms) return duration_error(number_start, "duration is too large");
+    // whole * unit_ms + fraction_ms must fit: checked without computing it.
+    if (whole > (max_ms - fraction_ms) / unit_ms) return duration_error(number_start, "duration is too large");
     const std::int64_t part = whole * unit_ms + fraction_ms;
     if (total > max_ms - part) return duration_error(number_start, "duration is too large");
     total += part;

@@ -22,6 +22,8 @@ TEST_CASE("duration: valid inputs parse to milliseconds", "[duration]") {
       {"PT0.001S", 1ms},      {"PT1.25S", 1250ms},      {"PT1,5S", 1500ms},      {"PT0.100S", 100ms},
       {"PT1.5000S", 1500ms},  {"pt30s", 30s},           {"P0D", 0ms},            {"PT24H", 24h},
       {"P2DT3H4M5.006S", 2 * 24h + 3h + 4min + 5s + 6ms},
+      // The largest value is accepted exactly.
+      {"PT9223372036854775.807S", std::chrono::milliseconds::max()},
   };
   for (const row& r : rows) {
     INFO(r.text);
@@ -63,6 +65,10 @@ TEST_CASE("duration: invalid inputs report the offending position and why", "[du
       {"PT99999999999999999999S", 2, "too large"},
       {"P999999999999999D", 1, "too large"},
       {"PT9223372036854776S", 2, "too large"},
+      // The whole seconds fit, the milliseconds do not (signed overflow before the fix).
+      {"PT9223372036854775.999S", 2, "too large"},
+      {"PT9223372036854775.808S", 2, "too large"},
+      {"P1DT9223372036854775.807S", 4, "too large"},
       {"P1DT", 4, "'T' must be followed"},
   };
   for (const row& r : rows) {
@@ -87,7 +93,8 @@ TEST_CASE("duration: the throwing form names the field, the text and the positio
 }
 
 TEST_CASE("duration: formatting round-trips through the parser", "[duration]") {
-  const std::chrono::milliseconds values[] = {0ms, 1ms, 500ms, 30s, 5min, 1h, 24h, 36h, 90min, 2 * 24h + 3h + 4min + 5s + 6ms};
+  const std::chrono::milliseconds values[] = {0ms, 1ms, 500ms, 30s, 5min, 1h, 24h, 36h, 90min, 2 * 24h + 3h + 4min + 5s + 6ms,
+                                              std::chrono::milliseconds::max()};
   for (auto v : values) {
     const std::string text = idem::format_duration(v);
     INFO(text);
