@@ -28,12 +28,16 @@ struct config {
   std::chrono::milliseconds default_wait = std::chrono::seconds(10);   // >= 0; 0 = never block
   completion_mode default_completion = completion_mode::autonomous;
   completion_failure_policy failure_policy = completion_failure_policy::propagate;
+  // How often the engine deletes the store's expired records (store::purge_expired) on a
+  // thread of its own, first one interval after construction; zero turns it off (then call
+  // purge_expired yourself). >= 0. Without it the embedded memory store would grow forever.
+  std::chrono::milliseconds purge_interval = std::chrono::hours(1);
 
   void validate() const;
 
   // Reads a JSON object whose members are all optional:
   //   {"default_ttl": "PT24H", "default_lease": "PT30S", "default_wait": "PT10S",
-  //    "default_completion": "autonomous", "failure_policy": "propagate"}
+  //    "default_completion": "autonomous", "failure_policy": "propagate", "purge_interval": "PT1H"}
   // Durations are ISO-8601 strings. An unknown member, a value of the wrong type or an invalid
   // value throws configuration_error naming the member. The result is validated.
   static config from_json(std::string_view json_text);

@@ -48,6 +48,7 @@ struct engine_hooks {
 
 namespace detail {
 class heartbeat_scheduler;
+class periodic_purge;
 struct policy_info;
 // What the engine's type-erased core hands back to execute<T>.
 struct ran {};
@@ -75,10 +76,17 @@ class engine {
                        std::optional<std::string> fingerprint = std::nullopt) const;
 
   // Runs `action` (returning T) at most once for ctx.id and returns executed, replayed (decoded
-  // with `codec`) or in_flight. Throws fingerprint_mismatch_error, configuration_error for a
-  // join-transaction call without a capable store or an active transaction, store errors from
-  // try_acquire, and whatever the action throws (after releasing the record). A failed completion
-  // follows the configured completion_failure_policy. Precondition: ctx.validate() passed.
+  // with `codec`) or in_flight. Throws configuration_error for a context that fails
+  // ctx.validate() and for a join-transaction call without a capable store or an active
+  // transaction the store can join (all before anything is acquired), fingerprint_mismatch_error,
+  // store errors from try_acquire, and whatever the action throws (after releasing the record). A
+  // failed completion follows the configured completion_failure_policy.
+  //
+  // Under an active transaction (idem::current_transaction()) the record is completed once the
+  // transaction commits, and the commit first confirms the lease: a holder whose lease was lost
+  // meanwhile fails the commit with lease_lost_error instead of committing its work twice. A
+  // rollback releases the record. A transaction that ends inside the action is handled the same
+  // way when the action returns: completed after a commit, released after a rollback.
   template <class T, class Action, class Codec>
     requires std::is_invocable_r_v<T, Action&> && codec_for<Codec, T>
   outcome<T> execute(const context& ctx, Action&& action, const Codec& codec);
@@ -95,14 +103,28 @@ class engine {
   store& backing_store() const noexcept { return store_; }
 
  private:
+  class transaction_call;  // the state of a call whose record waits for a transaction to end
+
   detail::raw_outcome run(const context& ctx, detail::function_ref<void()> action,
                           detail::function_ref<payload()> encode);
+  detail::raw_outcome run_alone(const context& ctx, const lease_token& token, detail::function_ref<void()> action,
+                                detail::function_ref<payload()> encode);
+  detail::raw_outcome run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
+                                         detail::function_ref<void()> action, detail::function_ref<payload()> encode);
+  void check_join(const context& ctx, transaction* tx) const;
+  void action_failed(const context& ctx, const lease_token& token) noexcept;
+  detail::raw_outcome completion_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
+                                        bool always_propagate);
+  void release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept;
   void check_policy(const detail::policy_info& policy) const;
+  // Hands `record` to the log sink; a sink that throws is ignored.
+  void log(log_level level, std::string message) const noexcept;
 
   store& store_;
   config config_;
   engine_hooks hooks_;
   std::unique_ptr<detail::heartbeat_scheduler> heartbeat_;
+  std::unique_ptr<detail::periodic_purge> purge_;  // null when config.purge_interval is zero
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+// runtime/core/config.cpp — idem::config: validation and the JSON reader.
 #include <idem/config.hpp>
 #include <idem/duration.hpp>
 #include <idem/errors.hpp>
@@ -27,6 +28,10 @@ void config::validate() const {
     throw configuration_error(fmt::format("config default_wait must not be negative, got {}; use \"PT0S\" for callers "
                                           "that must not block",
                                           format_duration(default_wait)));
+  if (purge_interval < std::chrono::milliseconds::zero())
+    throw configuration_error(fmt::format("config purge_interval must not be negative, got {}; use \"PT0S\" to turn "
+                                          "the scheduled purge off",
+                                          format_duration(purge_interval)));
 }
 
 namespace {
@@ -56,6 +61,8 @@ config config::from_json(std::string_view json_text) {
       result.default_lease = parse_duration_or_throw(require_string(value, field), "config default_lease");
     } else if (field == "default_wait") {
       result.default_wait = parse_duration_or_throw(require_string(value, field), "config default_wait");
+    } else if (field == "purge_interval") {
+      result.purge_interval = parse_duration_or_throw(require_string(value, field), "config purge_interval");
     } else if (field == "default_completion") {
       const std::string text = require_string(value, field);
       const auto mode = parse_completion_mode(text);
@@ -76,7 +83,7 @@ config config::from_json(std::string_view json_text) {
             "config failure_policy \"{}\" is not a policy; use \"propagate\" or \"log-and-return\"", text));
     } else {
       throw configuration_error(fmt::format("config has an unknown member \"{}\"; known members are default_ttl, "
-                                            "default_lease, default_wait, default_completion, failure_policy",
+                                            "default_lease, default_wait, default_completion, failure_policy, purge_interval",
                                             field));
     }
   }

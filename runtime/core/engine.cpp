@@ -1,3 +1,5 @@
+// runtime/core/engine.cpp — idem::engine: claim, run, complete or release, and the three
+// completion paths (alone, after the caller's commit, inside the caller's transaction).
 #include <idem/engine.hpp>
 #include <idem/policy_registry.hpp>
 #include <idem/transaction.hpp>
@@ -5,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "heartbeat_scheduler.hpp"
+#include "periodic_purge.hpp"
 
 namespace idem {
 
@@ -18,6 +21,28 @@ std::string describe(std::exception_ptr e) {
   } catch (...) {
     return "an exception of unknown type";
   }
+}
+
+bool is_lease_lost(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(std::move(e));
+  } catch (const lease_lost_error&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// What a completion that failed after the action's work was done means for the key: the log line
+// of log_and_return and of a completion after commit. Two causes, two different truths.
+std::string completion_loss(const context& ctx, std::string_view done, std::exception_ptr cause) {
+  if (is_lease_lost(cause))
+    return fmt::format("action for {} {}, but its lease had expired and another caller took the record over ({}); "
+                       "the action may have run twice, and duplicates replay the other caller's result",
+                       ctx.id.to_string(), done, describe(cause));
+  return fmt::format("action for {} {}, but its completion could not be recorded ({}); the record stays in progress "
+                     "until its lease expires, after which a duplicate runs the action again",
+                     ctx.id.to_string(), done, describe(cause));
 }
 
 }  // namespace
@@ -37,10 +62,21 @@ engine::engine(store& backing_store, config settings, engine_hooks hooks)
   const std::vector<detail::policy_info> policies = detail::registered_policies();
   for (const detail::policy_info& policy : policies) check_policy(policy);
   detail::check_shared_scopes(policies);
-  heartbeat_ = std::make_unique<detail::heartbeat_scheduler>(store_);
+  const log_sink guarded_log = [this](const log_record& record) { log(record.level, record.message); };
+  heartbeat_ = std::make_unique<detail::heartbeat_scheduler>(store_, guarded_log);
+  if (config_.purge_interval > std::chrono::milliseconds::zero())
+    purge_ = std::make_unique<detail::periodic_purge>(store_, config_.purge_interval, guarded_log);
 }
 
 engine::~engine() = default;
+
+void engine::log(log_level level, std::string message) const noexcept {
+  try {
+    hooks_.log(log_record{level, std::move(message)});
+  } catch (...) {
+    // A log sink that throws must not change what the call does.
+  }
+}
 
 void engine::check_policy(const detail::policy_info& policy) const {
   const std::string where = fmt::format("{} ({}:{})", policy.function, policy.file, policy.line);
@@ -105,38 +141,35 @@ void notify(const engine_hooks& hooks, std::string_view event, const context& ct
   }
 }
 
-// The state of an acquisition whose terminal waits for the caller's transaction to end.
-struct deferred_completion {
-  deferred_completion(const context& c, const lease_token& t) : ctx(c), token(t) {}
-  context ctx;
-  lease_token token;
-  payload value;
-  heartbeat_scheduler::handle heartbeat;
-};
-
 }  // namespace detail
 
-// The core -----------------------------------------------------------------------------------
+// The claim ------------------------------------------------------------------------------------
+
+void engine::check_join(const context& ctx, transaction* tx) const {
+  if (!store_.supports_transactional_completion())
+    throw configuration_error(fmt::format(
+        "{} asks for completion_mode::join_transaction, but {} cannot complete inside a caller's transaction; use a "
+        "store that can, or completion_mode::autonomous",
+        ctx.id.to_string(), store_.name()));
+  if (tx == nullptr)
+    throw configuration_error(fmt::format(
+        "{} asks for completion_mode::join_transaction, but no transaction is active on this thread; open the "
+        "transaction (idem::sqlite_transaction, idem::postgres_transaction or your own idem::transaction) "
+        "around the call, or use completion_mode::autonomous",
+        ctx.id.to_string()));
+  if (std::string problem = store_.join_problem(*tx); !problem.empty())
+    throw configuration_error(fmt::format("{} asks for completion_mode::join_transaction, but the active transaction "
+                                          "cannot hold its record: {}",
+                                          ctx.id.to_string(), problem));
+}
 
 detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()> action,
                                 detail::function_ref<payload()> encode) {
   using detail::notify;
+  ctx.validate();  // a hand-built context is checked as strictly as make_context's
   transaction* tx = current_transaction();
   if (tx != nullptr && !tx->active()) tx = nullptr;
-
-  if (ctx.completion == completion_mode::join_transaction) {
-    if (!store_.supports_transactional_completion())
-      throw configuration_error(fmt::format(
-          "{} asks for completion_mode::join_transaction, but {} cannot complete inside a caller's transaction; use a "
-          "store that can, or completion_mode::autonomous",
-          ctx.id.to_string(), store_.name()));
-    if (tx == nullptr)
-      throw configuration_error(fmt::format(
-          "{} asks for completion_mode::join_transaction, but no transaction is active on this thread; open the "
-          "transaction (idem::sqlite_transaction, idem::postgres_transaction or your own idem::transaction) "
-          "around the call, or use completion_mode::autonomous",
-          ctx.id.to_string()));
-  }
+  if (ctx.completion == completion_mode::join_transaction) check_join(ctx, tx);
 
   acquire_result claim = store_.try_acquire(ctx);
   if (auto* d = std::get_if<duplicate>(&claim)) {
@@ -150,141 +183,241 @@ detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()>
   if (auto* m = std::get_if<fingerprint_mismatch>(&claim))
     throw fingerprint_mismatch_error(ctx.id.to_string(), std::move(m->stored), std::move(m->received));
   const lease_token token = std::get<acquired>(claim).token;
+  if (tx != nullptr) return run_in_transaction(ctx, token, *tx, action, encode);
+  return run_alone(ctx, token, action, encode);
+}
 
-  // Under a transaction the terminal callbacks outlive this call, so the state moves to the heap.
-  std::shared_ptr<detail::deferred_completion> deferred;
-  detail::heartbeat_scheduler::handle heartbeat;
-  if (tx != nullptr) {
-    deferred = std::make_shared<detail::deferred_completion>(ctx, token);
-    deferred->heartbeat = heartbeat_->start(deferred->ctx.id, token, ctx.lease);
-  } else {
-    heartbeat = heartbeat_->start(ctx.id, token, ctx.lease);
+void engine::release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept {
+  try {
+    store_.release(ctx.id, token);
+  } catch (const lease_lost_error&) {
+    log(log_level::debug, fmt::format("lease on {} was taken over before it could be released {}", ctx.id.to_string(),
+                                      after));
+  } catch (...) {
+    log(log_level::warning,
+        fmt::format("could not release {} {}: {}; it stays in flight until its lease expires", ctx.id.to_string(),
+                    after, describe(std::current_exception())));
   }
-  auto stop_heartbeat = [&] {
-    if (deferred)
-      deferred->heartbeat.cancel();
-    else
-      heartbeat.cancel();
-  };
+}
 
-  notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
+// The action threw (its exception is the current one): free the key so that a retry can succeed.
+void engine::action_failed(const context& ctx, const lease_token& token) noexcept {
+  release_quietly(ctx, token, "after its action failed");
+  const auto cause = std::current_exception();
+  detail::notify(hooks_, "on_failed", ctx,
+                 [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::action); });
+}
+
+// The work happened but its record could not be written, so the record is not released: it
+// stays in progress until its lease expires and a retry steals it.
+detail::raw_outcome engine::completion_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
+                                              bool always_propagate) {
+  detail::notify(hooks_, "on_failed", ctx,
+                 [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::completion); });
+  if (always_propagate || config_.failure_policy == completion_failure_policy::propagate)
+    std::rethrow_exception(cause);
+  log(log_level::error, completion_loss(ctx, "succeeded", cause));
+  return detail::ran{};
+}
+
+// No transaction: run, then complete on the store's own connection.
+detail::raw_outcome engine::run_alone(const context& ctx, const lease_token& token,
+                                      detail::function_ref<void()> action, detail::function_ref<payload()> encode) {
+  detail::heartbeat_scheduler::handle heartbeat;
+  try {
+    heartbeat = heartbeat_->start(ctx.id, token, ctx.lease);
+  } catch (...) {
+    release_quietly(ctx, token, "after its heartbeat could not start");
+    throw;
+  }
+  detail::notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
+  try {
+    action();
+  } catch (...) {
+    heartbeat.cancel();
+    action_failed(ctx, token);
+    throw;
+  }
+  try {
+    payload value = encode();
+    store_.complete(ctx.id, token, value, ctx.ttl);
+    heartbeat.cancel();
+    detail::notify(hooks_, "on_completed", ctx, [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
+  } catch (...) {
+    heartbeat.cancel();
+    return completion_failed(ctx, token, std::current_exception(), false);
+  }
+  return detail::ran{};
+}
+
+// Under a transaction ---------------------------------------------------------------------------
+
+// The state of one call whose terminal waits for the caller's transaction to end. It lives on the
+// heap, shared by the call and the transaction's callbacks, which may run during the action (the
+// action commits or rolls back itself) or after execute returned.
+class engine::transaction_call {
+ public:
+  enum class stage {
+    action,     // the action runs; a transaction end is only recorded
+    waiting,    // the action returned; the transaction's end decides the terminal
+    done,       // the terminal was reported (or the call failed): callbacks do nothing
+  };
+  enum class ending { none, committed, rolled_back };
+
+  transaction_call(engine& e, const context& c, const lease_token& t) : owner(e), ctx(c), token(t) {}
+
+  // Before the commit: the lease must still be ours, or the work must not commit.
+  void confirm_lease(transaction& tx) {
+    if (current == stage::done) return;
+    if (owner.store_.extend_in_transaction(ctx.id, token, ctx.lease, tx)) return;
+    lost = true;
+    throw lease_lost_error(fmt::format("cannot commit the transaction: the lease on {} expired and another caller took "
+                                       "the record over, so its work would be done twice",
+                                       ctx.id.to_string()));
+  }
+
+  void committed() noexcept {
+    if (current == stage::action) {
+      ended = ending::committed;
+      return;
+    }
+    if (current != stage::waiting) return;
+    current = stage::done;
+    if (ctx.completion == completion_mode::join_transaction)
+      completed_inside();
+    else
+      complete_now("committed");
+  }
+
+  void rolled_back() noexcept {
+    if (current == stage::action) {
+      ended = ending::rolled_back;
+      return;
+    }
+    if (current != stage::waiting) return;
+    current = stage::done;
+    release_after_rollback();
+  }
+
+  // The record was written inside the transaction that has now committed.
+  void completed_inside() noexcept {
+    heartbeat.cancel();
+    detail::notify(owner.hooks_, "on_completed", ctx,
+                   [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
+  }
+
+  // Writes the record on the store's own connection; its work has already committed.
+  void complete_now(std::string_view done) noexcept {
+    try {
+      owner.store_.complete(ctx.id, token, value, ctx.ttl);
+      heartbeat.cancel();
+      detail::notify(owner.hooks_, "on_completed", ctx,
+                     [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
+    } catch (...) {
+      heartbeat.cancel();
+      const auto cause = std::current_exception();
+      owner.log(log_level::error, completion_loss(ctx, done, cause));
+      detail::notify(owner.hooks_, "on_failed", ctx,
+                     [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::completion); });
+    }
+  }
+
+  void release_after_rollback() noexcept {
+    heartbeat.cancel();
+    owner.release_quietly(ctx, token, "after its transaction rolled back");
+    // A commit refused because the lease was lost is a failed completion; any other end a rollback.
+    const auto cause = lost ? std::make_exception_ptr(lease_lost_error(fmt::format(
+                                  "the lease on {} was lost before its transaction committed", ctx.id.to_string())))
+                            : std::make_exception_ptr(rollback_error(ctx.id.to_string()));
+    const failure_phase phase = lost ? failure_phase::completion : failure_phase::rollback;
+    detail::notify(owner.hooks_, "on_failed", ctx,
+                   [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, phase); });
+  }
+
+  engine& owner;
+  const context ctx;
+  const lease_token token;
+  payload value;
+  detail::heartbeat_scheduler::handle heartbeat;
+  stage current = stage::action;
+  ending ended = ending::none;
+  bool lost = false;
+};
+
+detail::raw_outcome engine::run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
+                                               detail::function_ref<void()> action,
+                                               detail::function_ref<payload()> encode) {
+  // Everything the transaction's end needs is registered before the action runs, so that an end
+  // inside the action is seen, and a failure to register releases the key at once.
+  std::shared_ptr<transaction_call> call;
+  try {
+    call = std::make_shared<transaction_call>(*this, ctx, token);
+    call->heartbeat = heartbeat_->start(call->ctx.id, token, ctx.lease);
+    tx.after_rollback([call] { call->rolled_back(); });
+    tx.after_commit([call] { call->committed(); });
+    if (ctx.completion == completion_mode::autonomous)
+      tx.before_commit([call, &tx] { call->confirm_lease(tx); });
+  } catch (...) {
+    if (call) {
+      call->current = transaction_call::stage::done;
+      call->heartbeat.cancel();
+    }
+    release_quietly(ctx, token, "after it could not take part in the caller's transaction");
+    throw;
+  }
+  detail::notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
 
   try {
     action();
   } catch (...) {
-    stop_heartbeat();
-    try {
-      store_.release(ctx.id, token);
-    } catch (...) {
-      hooks_.log({log_level::warning, fmt::format("could not release {} after its action failed: {}; it stays in "
-                                                  "flight until its lease expires",
-                                                  ctx.id.to_string(), describe(std::current_exception()))});
-    }
-    const auto cause = std::current_exception();
-    notify(hooks_, "on_failed", ctx,
-           [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::action); });
+    call->current = transaction_call::stage::done;
+    call->heartbeat.cancel();
+    action_failed(ctx, token);
     throw;
   }
 
-  // A failed completion: the work happened, so the record is not released; it stays in progress
-  // until its lease expires and a retry steals it.
-  auto completion_failed = [&](std::exception_ptr cause, bool always_propagate) -> detail::raw_outcome {
-    stop_heartbeat();
-    notify(hooks_, "on_failed", ctx,
-           [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::completion); });
-    if (always_propagate || config_.failure_policy == completion_failure_policy::propagate)
-      std::rethrow_exception(cause);
-    hooks_.log({log_level::error,
-                fmt::format("action for {} succeeded but its completion could not be recorded ({}); a later duplicate "
-                            "will run it again",
-                            ctx.id.to_string(), describe(cause))});
-    return detail::ran{};
-  };
-
-  if (tx == nullptr) {
-    try {
-      payload value = encode();
-      store_.complete(ctx.id, token, value, ctx.ttl);
-      heartbeat.cancel();
-      notify(hooks_, "on_completed", ctx, [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
-    } catch (...) {
-      return completion_failed(std::current_exception(), false);
-    }
-    return detail::ran{};
-  }
-
-  // Under an active transaction: the terminal callback waits for its end.
   try {
-    deferred->value = encode();
+    call->value = encode();
   } catch (...) {
-    return completion_failed(std::current_exception(), ctx.completion == completion_mode::join_transaction);
+    call->current = transaction_call::stage::done;
+    call->heartbeat.cancel();
+    return completion_failed(ctx, token, std::current_exception(), ctx.completion == completion_mode::join_transaction);
   }
 
-  auto on_rollback = [this, deferred] {
-    deferred->heartbeat.cancel();
-    const context& c = deferred->ctx;
-    try {
-      store_.release(c.id, deferred->token);
-    } catch (const lease_lost_error&) {
-      hooks_.log({log_level::debug, fmt::format("lease on {} was taken over before its transaction rolled back",
-                                                c.id.to_string())});
-    } catch (...) {
-      hooks_.log({log_level::warning, fmt::format("could not release {} after its transaction rolled back: {}; it "
-                                                  "stays in flight until its lease expires",
-                                                  c.id.to_string(), describe(std::current_exception()))});
-    }
-    const auto cause = std::make_exception_ptr(rollback_error(c.id.to_string()));
-    detail::notify(hooks_, "on_failed", c, [&](lifecycle_listener& l) {
-      l.on_failed(c, deferred->token, cause, failure_phase::rollback);
-    });
-  };
+  // The action ended the transaction itself.
+  if (call->ended == transaction_call::ending::rolled_back) {
+    call->current = transaction_call::stage::done;
+    call->release_after_rollback();
+    return detail::ran{};
+  }
+  if (call->ended == transaction_call::ending::committed) {
+    call->current = transaction_call::stage::done;
+    if (ctx.completion == completion_mode::join_transaction)
+      log(log_level::warning, fmt::format("the transaction of {} committed inside its action, so its record is written "
+                                          "after the commit instead of inside it",
+                                          ctx.id.to_string()));
+    call->complete_now("committed");
+    return detail::ran{};
+  }
 
   if (ctx.completion == completion_mode::join_transaction) {
     try {
-      store_.complete_in_transaction(ctx.id, token, deferred->value, ctx.ttl, *tx);
+      store_.complete_in_transaction(ctx.id, token, call->value, ctx.ttl, tx);
     } catch (...) {
+      // The terminal is this failure; a later rollback only frees the key (the record stays in
+      // progress under our token after it).
+      call->current = transaction_call::stage::done;
+      call->heartbeat.cancel();
       const auto cause = std::current_exception();
-      // The terminal is this failure; a later rollback only frees the key.
-      tx->after_rollback([this, deferred] {
-        try {
-          store_.release(deferred->ctx.id, deferred->token);
-        } catch (...) {
-          hooks_.log({log_level::debug, fmt::format("could not release {} after its transaction rolled back",
-                                                    deferred->ctx.id.to_string())});
-        }
-      });
-      return completion_failed(cause, true);
+      try {
+        tx.after_rollback([this, call] { release_quietly(call->ctx, call->token, "after its transaction rolled back"); });
+      } catch (...) {
+        // Without the callback the record stays in progress until its lease expires.
+      }
+      return completion_failed(ctx, token, cause, true);
     }
-    tx->after_commit([this, deferred] {
-      deferred->heartbeat.cancel();
-      const context& c = deferred->ctx;
-      detail::notify(hooks_, "on_completed", c,
-                     [&](lifecycle_listener& l) { l.on_completed(c, deferred->token, deferred->value); });
-    });
-    tx->after_rollback(on_rollback);
-    return detail::ran{};
   }
-
-  // Autonomous under a transaction: written on the store's own connection once the caller commits.
-  tx->after_commit([this, deferred] {
-    const context& c = deferred->ctx;
-    try {
-      store_.complete(c.id, deferred->token, deferred->value, c.ttl);
-      deferred->heartbeat.cancel();
-      detail::notify(hooks_, "on_completed", c,
-                     [&](lifecycle_listener& l) { l.on_completed(c, deferred->token, deferred->value); });
-    } catch (...) {
-      deferred->heartbeat.cancel();
-      const auto cause = std::current_exception();
-      hooks_.log({log_level::error, fmt::format("action for {} committed but its completion could not be recorded "
-                                                "({}); a later duplicate will run it again",
-                                                c.id.to_string(), describe(cause))});
-      detail::notify(hooks_, "on_failed", c, [&](lifecycle_listener& l) {
-        l.on_failed(c, deferred->token, cause, failure_phase::completion);
-      });
-    }
-  });
-  tx->after_rollback(on_rollback);
+  call->current = transaction_call::stage::waiting;
   return detail::ran{};
 }
 

@@ -1,20 +1,52 @@
+// runtime/core/heartbeat_scheduler.cpp — the lease-extending thread pool of one engine.
 #include "heartbeat_scheduler.hpp"
 
 #include <algorithm>
+#include <exception>
+
+#include <fmt/format.h>
 
 namespace idem::detail {
 
-heartbeat_scheduler::heartbeat_scheduler(store& backing_store) : store_(backing_store) {
-  thread_ = std::thread([this] { run(); });
+namespace {
+
+// A lease length unused this long (and at least ten of its periods) stops counting for the
+// leader's idle wake-up interval, so that one short-lease call does not keep an idle engine
+// waking up often forever.
+constexpr std::chrono::seconds forget_after{60};
+
+std::string describe_current() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
+}  // namespace
+
+heartbeat_scheduler::heartbeat_scheduler(store& backing_store, log_sink log)
+    : store_(backing_store), log_(std::move(log)) {
+  std::lock_guard lock(mutex_);
+  threads_.emplace_back([this] { work(); });
 }
 
 heartbeat_scheduler::~heartbeat_scheduler() {
+  std::vector<std::thread> threads;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
-  thread_.join();
+  leader_wake_.notify_all();
+  followers_.notify_all();
+  // No thread starts another once stopping_ is set, so the list is final here.
+  {
+    std::lock_guard lock(mutex_);
+    threads.swap(threads_);
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 heartbeat_scheduler::handle& heartbeat_scheduler::handle::operator=(handle&& other) noexcept {
@@ -35,9 +67,10 @@ void heartbeat_scheduler::handle::cancel() noexcept {
 
 heartbeat_scheduler::handle heartbeat_scheduler::start(const identity& id, const lease_token& token,
                                                        std::chrono::milliseconds lease) {
-  const auto period = lease / 2;
-  const auto due = clock::now() + period;
-  bool notify = false;
+  const auto period = std::max(lease / 2, std::chrono::milliseconds(1));
+  const auto now = clock::now();
+  const auto due = now + period;
+  bool wake_leader = false;
   std::uint32_t index;
   {
     std::lock_guard lock(mutex_);
@@ -49,29 +82,59 @@ heartbeat_scheduler::handle heartbeat_scheduler::start(const identity& id, const
       free_.pop_back();
     }
     slot& s = slots_[index];
-    s.id = &id;
+    if (s.id)
+      *s.id = id;  // reuses the strings' storage
+    else
+      s.id.emplace(id);
     s.token = token;
     s.lease = lease;
+    s.period = period;
     s.due = due;
-    s.ticking = false;
+    s.running = false;
     s.cancelled = false;
-    std::uint32_t queue = none;
-    for (std::uint32_t q = 0; q < queues_.size(); ++q)
-      if (queues_[q].period == period) queue = q;
-    if (queue == none) {
-      queue = static_cast<std::uint32_t>(queues_.size());
-      queues_.push_back(fifo{period});
-      min_period_ = std::min(min_period_, period);
-    }
-    link(index, queue);
-    // Wake the thread only if it sleeps past this entry's due time; usually it does not need to.
-    if (due < sleeping_until_) {
-      sleeping_until_ = due;
-      notify = true;
+    link(index, queue_for(period, now));
+    // Wake the leader only if it sleeps past this entry's due time; usually it does not.
+    if (due < leader_sleeps_until_) {
+      leader_sleeps_until_ = due;
+      wake_leader = true;
     }
   }
-  if (notify) wake_.notify_one();
+  if (wake_leader) leader_wake_.notify_one();
   return handle(this, index);
+}
+
+std::size_t heartbeat_scheduler::threads() const {
+  std::lock_guard lock(mutex_);
+  return threads_.size();
+}
+
+std::chrono::milliseconds heartbeat_scheduler::idle_period() const {
+  std::lock_guard lock(mutex_);
+  return idle_period_;
+}
+
+std::uint32_t heartbeat_scheduler::queue_for(std::chrono::milliseconds period, clock::time_point now) {
+  for (std::uint32_t q = 0; q < queues_.size(); ++q) {
+    if (queues_[q].period == period) {
+      queues_[q].last_used = now;
+      return q;
+    }
+  }
+  queues_.push_back(fifo{period, none, none, now});
+  if (idle_period_ == std::chrono::milliseconds::zero() || period < idle_period_) idle_period_ = period;
+  return static_cast<std::uint32_t>(queues_.size() - 1);
+}
+
+void heartbeat_scheduler::forget_unused_periods(clock::time_point now) {
+  // Only empty lists go: a slot that is running (unlinked) finds its list again by period.
+  std::erase_if(queues_, [&](const fifo& q) {
+    return q.head == none && now - q.last_used > std::max<clock::duration>(forget_after, 10 * q.period);
+  });
+  for (std::uint32_t q = 0; q < queues_.size(); ++q)
+    for (std::uint32_t i = queues_[q].head; i != none; i = slots_[i].next) slots_[i].queue = q;
+  idle_period_ = std::chrono::milliseconds::zero();
+  for (const fifo& q : queues_)
+    if (idle_period_ == std::chrono::milliseconds::zero() || q.period < idle_period_) idle_period_ = q.period;
 }
 
 void heartbeat_scheduler::link(std::uint32_t index, std::uint32_t queue) {
@@ -102,70 +165,97 @@ void heartbeat_scheduler::unlink(std::uint32_t index) {
   s.prev = s.next = s.queue = none;
 }
 
-void heartbeat_scheduler::cancel(std::uint32_t index) noexcept {
-  std::unique_lock lock(mutex_);
-  slot& s = slots_[index];
-  if (s.ticking) {
-    // The thread is extending this lease outside the lock; wait so that the identity the caller
-    // owns is not touched after we return.
-    s.cancelled = true;
-    tick_done_.wait(lock, [&] { return !s.ticking; });
-  }
-  unlink(index);
-  s.id = nullptr;
+void heartbeat_scheduler::free_slot(std::uint32_t index) {
+  slots_[index].cancelled = false;
   free_.push_back(index);
 }
 
-void heartbeat_scheduler::run() {
-  std::unique_lock lock(mutex_);
+void heartbeat_scheduler::cancel(std::uint32_t index) noexcept {
+  std::lock_guard lock(mutex_);
+  slot& s = slots_[index];
+  if (s.running) {
+    s.cancelled = true;  // the extending thread frees it when its call returns
+    return;
+  }
+  unlink(index);
+  free_slot(index);
+}
+
+// As the leader: sleeps until an entry is due and takes it. Returns none when stopping.
+std::uint32_t heartbeat_scheduler::take_due(std::unique_lock<std::mutex>& lock) {
   while (!stopping_) {
-    // The earliest entry is at the head of one of the per-period lists.
     std::uint32_t next = none;
     for (const fifo& q : queues_)
       if (q.head != none && (next == none || slots_[q.head].due < slots_[next].due)) next = q.head;
     const auto now = clock::now();
-    if (next == none || slots_[next].due > now) {
-      if (next != none) {
-        sleeping_until_ = slots_[next].due;
-      } else if (min_period_ != std::chrono::milliseconds::max()) {
-        // Idle. Wake again after the shortest period ever registered instead of never: an entry
-        // registered meanwhile with a period at least that long is then due no earlier than this
-        // wake-up, so start() need not notify. Without it, every short call on an idle engine
-        // (registered and cancelled before this thread ran) would cost a wake-up of this thread.
-        sleeping_until_ = now + min_period_;
-      } else {
-        sleeping_until_ = clock::time_point::max();
-      }
-      if (sleeping_until_ == clock::time_point::max())
-        wake_.wait(lock);
-      else
-        wake_.wait_until(lock, sleeping_until_);
-      sleeping_until_ = clock::time_point::min();  // awake: nobody needs to notify us
-      continue;
+    if (next != none && slots_[next].due <= now) {
+      unlink(next);
+      slots_[next].running = true;
+      return next;
     }
-    slot& s = slots_[next];
-    const std::uint32_t queue = s.queue;
-    unlink(next);
-    s.ticking = true;
-    const identity* id = s.id;
-    const lease_token token = s.token;
-    const auto lease = s.lease;
-    lock.unlock();
-    try {
-      store_.extend(*id, token, lease);
-    } catch (...) {
-      // A failed extension only means the lease may expire and be stolen; the holder learns of
-      // it when complete or release throws lease_lost_error.
-    }
-    lock.lock();
-    slot& after = slots_[next];
-    after.ticking = false;
-    if (after.cancelled) {
-      tick_done_.notify_all();
+    if (next == none) forget_unused_periods(now);
+    if (next != none) {
+      leader_sleeps_until_ = slots_[next].due;
+    } else if (idle_period_ != std::chrono::milliseconds::zero()) {
+      // Idle. Wake again after the shortest recently used period instead of never: an entry
+      // registered meanwhile with a period at least that long is then due no earlier than this
+      // wake-up, so start() need not notify. Without it, every short call on an idle engine
+      // (registered and cancelled before the leader ran) would cost a wake-up.
+      leader_sleeps_until_ = now + idle_period_;
     } else {
-      after.due = clock::now() + after.lease / 2;
-      link(next, queue);
+      leader_sleeps_until_ = clock::time_point::max();
     }
+    if (leader_sleeps_until_ == clock::time_point::max())
+      leader_wake_.wait(lock);
+    else
+      leader_wake_.wait_until(lock, leader_sleeps_until_);
+    leader_sleeps_until_ = clock::time_point::min();  // awake: nobody needs to notify
+  }
+  return none;
+}
+
+void heartbeat_scheduler::extend(std::uint32_t index, std::unique_lock<std::mutex>& lock) {
+  const identity& id = *slots_[index].id;  // stable: a running slot is neither freed nor reassigned
+  const lease_token token = slots_[index].token;
+  const auto lease = slots_[index].lease;
+  lock.unlock();
+  try {
+    if (!store_.extend(id, token, lease))
+      log_({log_level::debug, fmt::format("the lease on {} was no longer held when its heartbeat ran", id.to_string())});
+  } catch (...) {
+    // The lease may now expire and be stolen; the holder learns of it when complete or release
+    // throws lease_lost_error.
+    log_({log_level::warning,
+          fmt::format("could not extend the lease on {}: {}", id.to_string(), describe_current())});
+  }
+  lock.lock();
+  slot& s = slots_[index];
+  s.running = false;
+  if (s.cancelled) {
+    free_slot(index);
+  } else {
+    s.due = clock::now() + s.period;
+    link(index, queue_for(s.period, clock::now()));
+  }
+}
+
+void heartbeat_scheduler::work() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    ++idle_followers_;
+    followers_.wait(lock, [&] { return stopping_ || !has_leader_; });
+    --idle_followers_;
+    if (stopping_) return;
+    has_leader_ = true;
+    const std::uint32_t index = take_due(lock);
+    has_leader_ = false;
+    if (index == none) return;  // stopping
+    // Someone else leads while this thread extends: an idle follower, or a new thread.
+    if (idle_followers_ > 0)
+      followers_.notify_one();
+    else if (threads_.size() < max_threads)
+      threads_.emplace_back([this] { work(); });
+    extend(index, lock);
   }
 }
 

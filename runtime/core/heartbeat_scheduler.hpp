@@ -1,4 +1,4 @@
-// runtime/core/heartbeat_scheduler.hpp — one thread per engine that keeps held leases alive.
+// runtime/core/heartbeat_scheduler.hpp — the threads of one engine that keep held leases alive.
 #pragma once
 
 #include <chrono>
@@ -6,24 +6,37 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include <idem/identity.hpp>
 #include <idem/lease_token.hpp>
+#include <idem/log.hpp>
 #include <idem/store.hpp>
 
 namespace idem::detail {
 
-// Extends every registered lease by its full length every lease/2, on one thread.
+// Extends every registered lease by its full length every lease/2.
 //
-// Registration costs no allocation once warmed up: entries live in a slot pool, and the entries
-// of one lease length sit in a FIFO list ordered by due time (same period, so appending keeps the
-// order). The thread looks only at the heads of those lists. A registration wakes the thread only
-// when its entry is due before the thread's next wake-up, which on a busy engine is rare.
+// Extends run in parallel: a store call that is slow for one record (a lock wait, a pool slot, a
+// stalled connection) never holds up another record's extend. The threads form a leader/followers
+// pool: one thread (the leader) sleeps until the next entry is due, takes it, hands leadership to
+// an idle follower — or starts a new thread if none is idle — and extends outside the lock. So the
+// pool grows to the number of extends that are slow at the same time, plus one, and never past
+// max_threads; on a healthy store it stays at one or two threads.
+//
+// Registration costs no allocation once warmed up: entries live in a slot pool (the identity is
+// copied into storage that keeps its capacity), and the entries of one lease length sit in a FIFO
+// list ordered by due time (same period, so appending keeps the order). The leader looks only at
+// the heads of those lists. A registration wakes the leader only when its entry is due before the
+// leader's next wake-up, which on a busy engine is rare.
 class heartbeat_scheduler {
  public:
-  explicit heartbeat_scheduler(store& backing_store);
+  static constexpr std::size_t max_threads = 64;
+
+  // `log` must not throw (the engine passes its guarded sink).
+  heartbeat_scheduler(store& backing_store, log_sink log);
   ~heartbeat_scheduler();
   heartbeat_scheduler(const heartbeat_scheduler&) = delete;
   heartbeat_scheduler& operator=(const heartbeat_scheduler&) = delete;
@@ -35,7 +48,9 @@ class heartbeat_scheduler {
     handle(handle&& other) noexcept : owner_(other.owner_), slot_(other.slot_) { other.owner_ = nullptr; }
     handle& operator=(handle&& other) noexcept;
     ~handle() { cancel(); }
-    // After cancel() returns the scheduler no longer touches the identity. Idempotent.
+    // No extend starts after cancel() returns. Never waits for one already running: an extend
+    // that lands after the record was completed or released changes nothing (it is fenced by
+    // the token). Idempotent.
     void cancel() noexcept;
 
    private:
@@ -45,45 +60,61 @@ class heartbeat_scheduler {
     std::uint32_t slot_ = 0;
   };
 
-  // Extends (`id`, `token`) by `lease` every lease/2 until the handle is cancelled. `id` must
-  // outlive the handle.
-  handle start(const identity& id, const lease_token& token, std::chrono::milliseconds lease);
+  // Extends (`id`, `token`) by `lease` every lease/2 (at least every millisecond) until the
+  // handle is cancelled.
+  [[nodiscard]] handle start(const identity& id, const lease_token& token, std::chrono::milliseconds lease);
+
+  // How many threads the pool has now. For tests and statistics.
+  std::size_t threads() const;
+  // The leader's idle wake-up interval: the shortest period among recently used lease lengths
+  // (zero when none). For tests.
+  std::chrono::milliseconds idle_period() const;
 
  private:
   using clock = std::chrono::steady_clock;
   static constexpr std::uint32_t none = UINT32_MAX;
 
   struct slot {
-    const identity* id = nullptr;
+    std::optional<identity> id;  // engaged once used; later uses assign into its storage
     lease_token token;
     std::chrono::milliseconds lease{0};
+    std::chrono::milliseconds period{0};
     clock::time_point due;
     std::uint32_t prev = none, next = none;
     std::uint32_t queue = none;  // index into queues_, none while not linked
-    bool ticking = false;        // the thread is extending it right now, outside the lock
-    bool cancelled = false;
+    bool running = false;        // a thread is extending it right now, outside the lock
+    bool cancelled = false;      // freed by that thread when it is done
   };
   struct fifo {
     std::chrono::milliseconds period{0};
     std::uint32_t head = none, tail = none;
+    clock::time_point last_used;
   };
 
-  void run();
+  void work();
+  std::uint32_t take_due(std::unique_lock<std::mutex>& lock);
+  void extend(std::uint32_t index, std::unique_lock<std::mutex>& lock);
+  void forget_unused_periods(clock::time_point now);
+  std::uint32_t queue_for(std::chrono::milliseconds period, clock::time_point now);
   void link(std::uint32_t index, std::uint32_t queue);
   void unlink(std::uint32_t index);
+  void free_slot(std::uint32_t index);
   void cancel(std::uint32_t index) noexcept;
 
   store& store_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable tick_done_;
+  log_sink log_;
+  mutable std::mutex mutex_;
+  std::condition_variable leader_wake_;  // the leader sleeps on it until the next due time
+  std::condition_variable followers_;    // idle threads wait on it to become the leader
   std::deque<slot> slots_;
   std::vector<std::uint32_t> free_;
   std::vector<fifo> queues_;
-  clock::time_point sleeping_until_ = clock::time_point::max();
-  std::chrono::milliseconds min_period_ = std::chrono::milliseconds::max();  // shortest period registered
+  clock::time_point leader_sleeps_until_ = clock::time_point::min();  // min: no leader asleep
+  std::chrono::milliseconds idle_period_{0};
+  bool has_leader_ = false;
+  std::size_t idle_followers_ = 0;
   bool stopping_ = false;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace idem::detail
