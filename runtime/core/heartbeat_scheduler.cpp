@@ -10,11 +10,6 @@ namespace idem::detail {
 
 namespace {
 
-// A lease length unused this long (and at least ten of its periods) stops counting for the
-// leader's idle wake-up interval, so that one short-lease call does not keep an idle engine
-// waking up often forever.
-constexpr std::chrono::seconds forget_after{60};
-
 std::string describe_current() {
   try {
     throw;
@@ -27,8 +22,8 @@ std::string describe_current() {
 
 }  // namespace
 
-heartbeat_scheduler::heartbeat_scheduler(store& backing_store, log_sink log)
-    : store_(backing_store), log_(std::move(log)) {
+heartbeat_scheduler::heartbeat_scheduler(store& backing_store, log_sink log, std::chrono::milliseconds forget_after)
+    : store_(backing_store), log_(std::move(log)), forget_after_(forget_after) {
   std::lock_guard lock(mutex_);
   threads_.emplace_back([this] { work(); });
 }
@@ -128,7 +123,7 @@ std::uint32_t heartbeat_scheduler::queue_for(std::chrono::milliseconds period, c
 void heartbeat_scheduler::forget_unused_periods(clock::time_point now) {
   // Only empty lists go: a slot that is running (unlinked) finds its list again by period.
   std::erase_if(queues_, [&](const fifo& q) {
-    return q.head == none && now - q.last_used > std::max<clock::duration>(forget_after, 10 * q.period);
+    return q.head == none && now - q.last_used > std::max<clock::duration>(forget_after_, 10 * q.period);
   });
   for (std::uint32_t q = 0; q < queues_.size(); ++q)
     for (std::uint32_t i = queues_[q].head; i != none; i = slots_[i].next) slots_[i].queue = q;
@@ -254,7 +249,11 @@ void heartbeat_scheduler::work() {
     if (idle_followers_ > 0)
       followers_.notify_one();
     else if (threads_.size() < max_threads)
-      threads_.emplace_back([this] { work(); });
+      try {
+        threads_.emplace_back([this] { work(); });
+      } catch (...) {
+        // No thread to spare: the next due entry waits for this extend.
+      }
     extend(index, lock);
   }
 }

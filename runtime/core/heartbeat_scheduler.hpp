@@ -35,8 +35,11 @@ class heartbeat_scheduler {
  public:
   static constexpr std::size_t max_threads = 64;
 
-  // `log` must not throw (the engine passes its guarded sink).
-  heartbeat_scheduler(store& backing_store, log_sink log);
+  // `log` must not throw (the engine passes its guarded sink). A lease length unused for
+  // `forget_after` (and at least ten of its periods) stops counting for the idle wake-up
+  // interval, so that one short-lease call does not keep an idle engine waking up often forever.
+  heartbeat_scheduler(store& backing_store, log_sink log,
+                      std::chrono::milliseconds forget_after = std::chrono::minutes(1));
   ~heartbeat_scheduler();
   heartbeat_scheduler(const heartbeat_scheduler&) = delete;
   heartbeat_scheduler& operator=(const heartbeat_scheduler&) = delete;
@@ -103,6 +106,7 @@ class heartbeat_scheduler {
 
   store& store_;
   log_sink log_;
+  const std::chrono::milliseconds forget_after_;
   mutable std::mutex mutex_;
   std::condition_variable leader_wake_;  // the leader sleeps on it until the next due time
   std::condition_variable followers_;    // idle threads wait on it to become the leader
