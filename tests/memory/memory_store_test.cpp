@@ -86,7 +86,7 @@ TEST_CASE("memory_store: spurious wakes and heartbeats do not stretch the wait b
   {
     std::jthread heartbeat([&](std::stop_token stop) {
       while (!stop.stop_requested()) {
-        store.extend(id, holder, 5s);
+        (void)store.extend(id, holder, 5s);
         std::this_thread::sleep_for(10ms);
       }
     });

@@ -187,7 +187,7 @@ TEST_CASE("store: extend never blocks on a record an open transaction is complet
   store.complete_in_transaction(id, token, sample_payload(), 1h, tx);
 
   const stopwatch watch;
-  store.extend(id, token, 30s);  // the row is locked by tx: skipped, not waited for
+  CHECK_FALSE(store.extend(id, token, 30s));  // the row is locked by tx: skipped, not waited for
   require_in_flight(store.try_acquire(make_ctx(id, 0ms)));
   CHECK(watch.elapsed() < 2s);
   tx.commit();

@@ -85,10 +85,10 @@ TEST_CASE("a record is a string marked as idem's, with a native expiry as a back
   CHECK(pttl <= 120'000 + 10'000);
 
   // A heartbeat longer than the ttl raises the native expiry with it; a short one never lowers it.
-  store.extend(id, token, 10min);
+  CHECK(store.extend(id, token, 10min));
   pttl = redis.integer({"PTTL", key});
   CHECK(pttl > (600'000 + 10'000 - 5'000));
-  store.extend(id, token, 1s);
+  CHECK(store.extend(id, token, 1s));
   CHECK(redis.integer({"PTTL", key}) > (600'000 + 10'000 - 5'000));
 
   store.complete(id, token, sample_payload(), 20s);
@@ -258,7 +258,7 @@ TEST_CASE("the raw key never reaches Redis: not in a key, a value, a channel or 
 
   {
     auto token = require_acquired(store.try_acquire(make_context(id, 5s, 0ms, 1h)));
-    store.extend(id, token, 10s);
+    CHECK(store.extend(id, token, 10s));
     std::thread waiter([&] { (void)store.try_acquire(make_context(id, 5s, 2s, 1h)); });
     std::this_thread::sleep_for(100ms);  // let the waiter subscribe
     store.complete(id, token, sample_payload(), 1h);
@@ -444,7 +444,7 @@ TEST_CASE("the documented ACL is enough for the whole lifecycle, and confines th
   idem::redis_store store(options);
   const auto id = make_id("acl");
   auto token = require_acquired(store.try_acquire(make_context(id, 5s)));
-  store.extend(id, token, 10s);
+  CHECK(store.extend(id, token, 10s));
   idem::contract::background<idem::acquire_result> waiter(
       [&] { return store.try_acquire(make_context(id, 5s, 10s)); });
   store.complete(id, token, sample_payload(), 1h);
