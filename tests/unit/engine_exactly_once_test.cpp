@@ -10,7 +10,7 @@
 
 #include "../../runtime/core/heartbeat_scheduler.hpp"
 #include "engine_support.hpp"
-#include "faulty_store.hpp"
+#include "support/faulty_store.hpp"
 
 using namespace std::chrono_literals;
 using idem::test::faulty_store;
