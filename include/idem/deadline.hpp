@@ -11,6 +11,17 @@
 
 namespace idem {
 
+// The longest duration a store writes into a stored expiry, about a century (36525 days); longer
+// ones are cut to it. PostgreSQL's timestamps and intervals end within 300 000 years and Lua's
+// numbers are doubles, so milliseconds::max() cannot be stored as it is; a record kept for a
+// century is kept for as long as anyone asking for "forever" will look.
+inline constexpr std::chrono::milliseconds max_stored_duration{3'155'760'000'000};
+
+// `d` cut to [0, max_stored_duration].
+constexpr std::chrono::milliseconds stored_duration(std::chrono::milliseconds d) noexcept {
+  return d < d.zero() ? d.zero() : d > max_stored_duration ? max_stored_duration : d;
+}
+
 // `from + d`, or the clock's last time point if that does not fit; `from` when d is negative or
 // zero (no idem duration is negative).
 template <class Clock, class ClockDuration, class Rep, class Period>

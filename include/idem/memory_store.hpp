@@ -5,6 +5,7 @@
 #include <memory>
 #include <string_view>
 
+#include <idem/detail/waiter_count.hpp>
 #include <idem/store.hpp>
 
 namespace idem {
@@ -34,6 +35,7 @@ class memory_store final : public store {
   void release(const identity& id, const lease_token& token) override;
   bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
   std::size_t purge_expired() override;
+  std::size_t waiting() const noexcept override { return waiters_.get(); }
   std::string_view name() const noexcept override { return "memory_store"; }
 
   // How many records the store holds, expired ones included. For tests and metrics.
@@ -46,6 +48,7 @@ class memory_store final : public store {
 
   std::unique_ptr<shard[]> shards_;
   std::size_t shard_mask_;
+  detail::waiter_count waiters_;
 };
 
 }  // namespace idem

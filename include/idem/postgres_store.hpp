@@ -80,14 +80,32 @@ class postgres_store final : public store {
 
   bool supports_transactional_completion() const noexcept override { return true; }
 
-  // Runs the completing UPDATE on the connection of `tx`, which must be an
-  // idem::postgres_transaction (anything else throws configuration_error), inside that
+  // Empty when `tx` is an active, unfailed idem::postgres_transaction whose connection reaches the
+  // very idem_records table the store writes: asked of the server on that connection, inside `tx`
+  // (one round trip), and compared with the store's own answer (read once): the same cluster (its
+  // system identifier; the postmaster's start time where pg_control_system() is not granted), the
+  // same database (oid) and the same table (the oid its search_path resolves), not a standby.
+  // Otherwise what is wrong, naming the databases. Throws store_unavailable_error if either
+  // question fails (the caller's transaction then cannot commit).
+  std::string join_problem(const transaction& tx) const override;
+
+  // Runs the completing UPDATE on the connection of `tx`, which must pass join_problem (else
+  // configuration_error with its reason), inside that
   // transaction: the record commits or rolls back with it, and waiters are notified at commit.
   // Throws lease_lost_error like complete(), store_unavailable_error if the statement fails (the
   // caller's transaction is then aborted), bounded by operation_timeout (the statement is
   // cancelled, the connection kept).
   void complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
                                std::chrono::milliseconds ttl, transaction& tx) override;
+
+  // When join_problem(tx) is empty, moves the lease with an UPDATE on the connection of `tx`,
+  // inside it (without SKIP LOCKED: `tx` may hold the row's lock itself), so the row stays locked
+  // against a take-over until `tx` ends; otherwise the same as extend. Bounded by
+  // operation_timeout; throws store_unavailable_error if the statement fails.
+  bool extend_in_transaction(const identity& id, const lease_token& token, std::chrono::milliseconds lease,
+                             transaction& tx) override;
+
+  std::size_t waiting() const noexcept override;
 
   std::string_view name() const noexcept override { return "postgres_store"; }
 

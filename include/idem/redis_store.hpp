@@ -108,6 +108,8 @@ class redis_store final : public store {
   // included). Throws store_unavailable_error and durability_error only.
   bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
 
+  std::size_t waiting() const noexcept override;
+
   // Scans at most purge_max_pages pages of purge_batch keys under `<prefix>rec:*`, continuing
   // where the previous call stopped (the cursor is kept; a full sweep may take several calls), and
   // deletes the expired records idem owns; foreign keys are skipped. Records also carry a native

@@ -108,14 +108,29 @@ class sqlite_store final : public store {
 
   bool supports_transactional_completion() const noexcept override { return true; }
 
-  // Runs the completing UPDATE on the connection of `tx`, which must be an active
-  // idem::sqlite_transaction on this store's database file (else configuration_error). The
+  // Empty when `tx` is an active idem::sqlite_transaction whose connection has this store's
+  // database file open for writing (the same file: by name, or by device and inode, so that a
+  // symlink or another spelling of the path counts); otherwise what is wrong: another
+  // transaction type, an ended transaction, another file, a read-only connection.
+  std::string join_problem(const transaction& tx) const override;
+
+  // Runs the completing UPDATE on the connection of `tx`, which must pass join_problem (else
+  // configuration_error with its reason). The
   // statement waits for the write lock with that connection's own busy handler. Throws
   // lease_lost_error like complete, store_unavailable_error if SQLite fails (the message explains
   // SQLITE_BUSY_SNAPSHOT: the transaction read the file before the record was claimed). Waiters
   // of this store are woken when `tx` commits.
   void complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
                                std::chrono::milliseconds ttl, transaction& tx) override;
+
+  // When join_problem(tx) is empty, moves the lease with an UPDATE on the connection of `tx`,
+  // inside it: the transaction then holds the write lock, so the lease cannot be taken over before
+  // it ends (and a rollback undoes the extension). Works while `tx` already holds the write lock.
+  // Otherwise the same as extend. Throws store_unavailable_error if SQLite fails.
+  bool extend_in_transaction(const identity& id, const lease_token& token, std::chrono::milliseconds lease,
+                             transaction& tx) override;
+
+  std::size_t waiting() const noexcept override;
 
   std::string_view name() const noexcept override { return "sqlite_store"; }
 

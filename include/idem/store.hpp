@@ -100,8 +100,10 @@ class store {
   virtual std::size_t purge_expired() = 0;
 
   // How many callers are blocked inside try_acquire on this store object right now, waiting for
-  // a holder to finish. A statistic, and what tests wait on instead of sleeping.
-  virtual std::size_t waiting() const noexcept { return 0; }
+  // a holder to finish: each counts from the moment its look found the record held and it is
+  // about to block (a store that waits on an event has subscribed by then, so a completion from
+  // then on reaches it) until it returns. A statistic, and what tests wait on instead of sleeping.
+  virtual std::size_t waiting() const noexcept = 0;
 
   // True if complete_in_transaction can write the record inside a caller's transaction.
   virtual bool supports_transactional_completion() const noexcept { return false; }

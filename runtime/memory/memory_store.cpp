@@ -28,20 +28,13 @@
 #include <unordered_map>
 #include <utility>
 
+#include <idem/deadline.hpp>
 #include <idem/errors.hpp>
 
 namespace idem {
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-// `at + d`, saturated at the clock's end instead of overflowing (durations have no maximum).
-steady::time_point add_saturated(steady::time_point at, std::chrono::milliseconds d) noexcept {
-  if (d <= std::chrono::milliseconds::zero()) return at;
-  const auto room = steady::time_point::max() - at;
-  if (d >= std::chrono::duration_cast<std::chrono::milliseconds>(room)) return steady::time_point::max();
-  return at + d;
-}
 
 // The holder's remaining lease at `now`, rounded up to whole milliseconds, never negative.
 std::chrono::milliseconds remaining(steady::time_point lease_expires, steady::time_point now) noexcept {
@@ -142,8 +135,8 @@ struct memory_record {
   void acquire(const context& ctx, const lease_token& new_token, steady::time_point now) {
     complete = false;
     token = new_token;
-    lease_expires = add_saturated(now, ctx.lease);
-    expires = add_saturated(now, ctx.ttl);
+    lease_expires = saturating_add(now, ctx.lease);
+    expires = saturating_add(now, ctx.ttl);
     fingerprint = ctx.fingerprint;
     if (!value.is_none()) value = payload::none();
     completed_at = {};
@@ -202,7 +195,8 @@ acquire_result memory_store::try_acquire(const context& ctx) {
   const composite_key composite(ctx.id);
   const hashed_key key{composite.view(), key_hash{}(composite.view())};
   shard& s = shard_for(key.hash);
-  const steady::time_point deadline = add_saturated(steady::now(), ctx.wait);
+  const steady::time_point deadline = deadline_after(ctx.wait);
+  detail::waiter_count::scope waiting(waiters_);
 
   std::unique_lock lock(s.mutex);
   for (;;) {
@@ -237,6 +231,7 @@ acquire_result memory_store::try_acquire(const context& ctx) {
     // Sleep until the holder completes or releases (notified), its lease expires, or our
     // deadline passes; then look again. `record` may be gone by then: it is found afresh.
     const steady::time_point wake = std::min(deadline, record.lease_expires);
+    waiting.begin();  // counted under the shard's lock: a complete that follows finds us waiting
     ++s.waiters;
     s.changed.wait_until(lock, wake);
     --s.waiters;
@@ -266,7 +261,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
       record.complete = true;
       record.token = lease_token{};
       record.completed_at = std::chrono::system_clock::now();
-      record.expires = add_saturated(steady::now(), ttl);
+      record.expires = saturating_add(steady::now(), ttl);
       s.notify_locked();
     }
   }
@@ -305,7 +300,7 @@ bool memory_store::extend(const identity& id, const lease_token& token, std::chr
   auto it = s.records.find(key);
   if (it == s.records.end() || it->second.complete || it->second.token != token) return false;
   // Waiters sleeping until the old expiry wake then, see the new one and sleep again.
-  it->second.lease_expires = add_saturated(steady::now(), lease);
+  it->second.lease_expires = saturating_add(steady::now(), lease);
   return true;
 }
 

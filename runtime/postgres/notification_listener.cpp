@@ -12,6 +12,8 @@
 #include <system_error>
 #include <utility>
 
+#include <idem/deadline.hpp>
+
 namespace idem::detail::pg {
 
 struct notification_listener::subscription::slot {
@@ -106,8 +108,8 @@ void notification_listener::run() {
     }
     connection_ptr conn;
     try {
-      conn = params_.connect(steady::now() + connect_timeout_, wake_pipe_[0]);
-      exec_simple(conn.get(), fmt::format("LISTEN {}", channel_).c_str(), steady::now() + connect_timeout_);
+      conn = params_.connect(deadline_after(connect_timeout_), wake_pipe_[0]);
+      exec_simple(conn.get(), fmt::format("LISTEN {}", channel_).c_str(), deadline_after(connect_timeout_));
     } catch (const pg_error& e) {
       {
         std::lock_guard lock{mutex_};

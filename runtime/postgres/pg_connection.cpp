@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <idem/deadline.hpp>
 #include <idem/errors.hpp>
 
 namespace idem::detail::pg {
@@ -115,7 +116,7 @@ result_ptr read_results(PGconn* conn, steady::time_point deadline, bool cancel_o
       // Keep a caller's connection usable: cancel, then collect the (error) result briefly.
       cancel(conn);
       cancelled = true;
-      deadline = steady::now() + std::chrono::seconds(2);
+      deadline = deadline_after(std::chrono::seconds(2));
       continue;
     }
     if (ready < 0) throw pg_error(failure::connection_lost, fmt::format("poll failed: {}", std::strerror(errno)));

@@ -4,9 +4,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
+#include <idem/deadline.hpp>
+#include <idem/detail/waiter_count.hpp>
 #include <idem/errors.hpp>
 #include <idem/postgres_store.hpp>
 #include <idem/postgres_transaction.hpp>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -35,8 +39,9 @@ std::string record_key(const identity& id, const digest& d) {
   return id.scope() + ':' + to_hex(d.data(), d.size());
 }
 
+// A duration as the statements take it: milliseconds, cut to what a timestamp can hold.
 std::int64_t to_ms(milliseconds d) {
-  return std::max<std::int64_t>(d.count(), 0);
+  return stored_duration(d).count();
 }
 
 [[noreturn]] void throw_unavailable(std::string_view operation, const std::string& record, const pg_error& e,
@@ -105,6 +110,41 @@ std::string lease_lost_reason(const PGresult* r) {
   return "the record is held under another lease (this lease expired and another caller took it over)";
 }
 
+// Which idem_records table a connection reaches (database_identity_sql).
+struct database_identity {
+  std::optional<std::int64_t> system_identifier;  // absent where pg_control_system() is not granted
+  std::int64_t started_us = 0;                    // the postmaster's start
+  std::int64_t database_oid = 0;
+  std::string database;
+  std::int64_t table_oid = 0;  // 0: no idem_records on the search_path
+  bool standby = false;
+
+  // The same server (cluster): by system identifier where both sides can read it, else by the
+  // postmaster's start time (which a restart changes: see postgres_store::join_problem).
+  bool same_cluster(const database_identity& o) const noexcept {
+    if (system_identifier && o.system_identifier) return *system_identifier == *o.system_identifier;
+    return started_us == o.started_us;
+  }
+  bool same_table(const database_identity& o) const noexcept {
+    return same_cluster(o) && database_oid == o.database_oid && table_oid == o.table_oid;
+  }
+};
+
+database_identity read_identity(PGconn* conn, steady::time_point deadline, bool cancel_on_timeout) {
+  const param_list none;
+  const result_ptr r = exec_params(conn, database_identity_sql, nullptr, none, deadline, cancel_on_timeout);
+  if (PQntuples(r.get()) != 1 || PQnfields(r.get()) != 6)
+    throw corrupt_record_error("postgres_store: unexpected answer to the question which database a connection is on");
+  database_identity id;
+  if (!is_null(r.get(), 0, 0)) id.system_identifier = get_int8(r.get(), 0, 0);
+  id.started_us = get_int8(r.get(), 0, 1);
+  id.database_oid = get_int8(r.get(), 0, 2);
+  id.database = get_bytes(r.get(), 0, 3);
+  id.table_oid = get_int8(r.get(), 0, 4);
+  id.standby = get_bool(r.get(), 0, 5);
+  return id;
+}
+
 }  // namespace
 
 struct postgres_store::impl {
@@ -137,7 +177,7 @@ struct postgres_store::impl {
   claim_answer claim(const context& ctx, const digest& d, const lease_token& token, steady::time_point deadline) {
     const auto now = steady::now();
     const auto remaining = std::chrono::ceil<milliseconds>(std::max(deadline - now, steady::duration::zero()));
-    const auto bound = std::max(deadline, now) + options.operation_timeout;
+    const auto bound = saturating_add(std::max(deadline, now), options.operation_timeout);
     auto c = pool.acquire(bound);
     param_list p;
     p.text(ctx.id.scope()).bytes(d.data(), d.size()).uuid(token).int8(to_ms(ctx.lease)).int8(to_ms(ctx.ttl));
@@ -148,8 +188,9 @@ struct postgres_store::impl {
     }
     // A row lock on a record being taken over is waited for as long as the caller waits, but at
     // least a little, so a lock held for an instant (another claim) is not mistaken for a holder.
-    p.int8(std::max<std::int64_t>(remaining.count(),
-                                  std::min<std::int64_t>(options.operation_timeout.count(), min_lock_wait.count())));
+    // lock_timeout is an int of milliseconds on the server.
+    p.int8(std::clamp<std::int64_t>(
+        remaining.count(), std::min<std::int64_t>(options.operation_timeout.count(), min_lock_wait.count()), INT_MAX));
 
     result_ptr r;
     try {
@@ -195,7 +236,7 @@ struct postgres_store::impl {
   // deadlock or serialization race (it changed nothing). Throws lease_lost_error if nothing
   // was held under the token.
   void fenced(statement_id id, std::string_view operation, const identity& ident, const param_list& p) {
-    const auto deadline = steady::now() + options.operation_timeout;
+    const auto deadline = deadline_after(options.operation_timeout);
     for (int attempt = 1;; ++attempt) {
       std::optional<connection_pool::checkout> c;
       try {
@@ -226,6 +267,27 @@ struct postgres_store::impl {
                                        lease_lost_reason(r)));
   }
 
+  // What the store's own connections reach; read once, or again when `refresh` (the caller's
+  // transaction looked different: the database may have been restarted or moved since).
+  database_identity store_identity(bool refresh) {
+    std::lock_guard lock(identity_mutex);
+    if (own_identity && !refresh) return *own_identity;
+    const auto deadline = deadline_after(options.operation_timeout);
+    try {
+      auto c = pool.acquire(deadline);
+      try {
+        round_trips.fetch_add(1, std::memory_order_relaxed);
+        own_identity = read_identity(c.get(), deadline, false);
+      } catch (const pg_error& e) {
+        if (e.kind() != failure::server) c.mark_broken();
+        throw;
+      }
+    } catch (const pg_error& e) {
+      throw_unavailable("tell which database it writes to", {}, e);
+    }
+    return *own_identity;
+  }
+
   static param_list complete_params(const identity& id, const digest& d, const lease_token& token, const payload& value,
                                     milliseconds ttl) {
     param_list p;
@@ -245,6 +307,10 @@ struct postgres_store::impl {
   std::atomic<std::uint64_t> round_trips{0};
   std::atomic<std::uint64_t> connections_opened{0};
   std::atomic<std::uint64_t> listener_connects{0};
+  detail::waiter_count waiting;
+  // What the store's own connections reach (database_identity_sql), read on first use.
+  std::mutex identity_mutex;
+  std::optional<database_identity> own_identity;
   connection_pool pool;
   notification_listener listener;
 };
@@ -254,8 +320,9 @@ postgres_store::postgres_store(postgres_store_options options) : impl_(std::make
 postgres_store::~postgres_store() = default;
 
 acquire_result postgres_store::try_acquire(const context& ctx) {
-  const auto deadline = steady::now() + ctx.wait;
+  const auto deadline = deadline_after(ctx.wait);
   const digest d = ctx.id.key_digest();
+  detail::waiter_count::scope counted(impl_->waiting);
   // One token for every look of this call: a look retried after a lost connection, which may
   // have acquired already, then answers "acquired" again instead of "in flight".
   const lease_token token = lease_token::generate();
@@ -299,14 +366,16 @@ acquire_result postgres_store::try_acquire(const context& ctx) {
       // if races keep being lost, so a storm of them does not become a storm of statements.
       const auto pause = std::chrono::microseconds(lost_races == 0 ? 0 : (500 << std::min(lost_races, 6u)));
       ++lost_races;
-      until = std::min(deadline, now + pause);
+      until = std::min(deadline, saturating_add(now, pause));
     } else {
       // Wake up when the record is notified, when the holder's lease runs out (to take it over),
       // or at our deadline; while the listener is down, re-check periodically.
       lost_races = 0;
-      until = std::min(deadline, now + a.retry_after + milliseconds(1));
-      if (!impl_->listener.healthy()) until = std::min(until, now + impl_->options.fallback_recheck);
+      until = std::min(deadline, saturating_add(now, a.retry_after + milliseconds(1)));
+      if (!impl_->listener.healthy()) until = std::min(until, saturating_add(now, impl_->options.fallback_recheck));
     }
+    // Subscribed before the look that found the record held: a notification from then on wakes us.
+    counted.begin();
     if (until > now) subscription->wait_until(until);
   }
 }
@@ -327,7 +396,7 @@ bool postgres_store::extend(const identity& id, const lease_token& token, millis
   const digest d = id.key_digest();
   param_list p;
   p.text(id.scope()).bytes(d.data(), d.size()).uuid(token).int8(to_ms(lease));
-  const auto deadline = steady::now() + impl_->options.operation_timeout;
+  const auto deadline = deadline_after(impl_->options.operation_timeout);
   try {
     auto c = impl_->pool.acquire(deadline);
     const result_ptr r = impl_->run(c, statement_id::extend, p, deadline);
@@ -343,7 +412,7 @@ std::size_t postgres_store::purge_expired() {
   param_list p;
   p.int8(static_cast<std::int64_t>(impl_->options.purge_batch));
   for (;;) {
-    const auto deadline = steady::now() + impl_->options.operation_timeout;
+    const auto deadline = deadline_after(impl_->options.operation_timeout);
     std::int64_t deleted = 0;
     try {
       auto c = impl_->pool.acquire(deadline);
@@ -360,16 +429,10 @@ std::size_t postgres_store::purge_expired() {
 
 void postgres_store::complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
                                              milliseconds ttl, transaction& tx) {
-  auto* pg_tx = dynamic_cast<postgres_transaction*>(&tx);
-  if (pg_tx == nullptr)
+  if (std::string problem = join_problem(tx); !problem.empty())
     throw configuration_error(
-        fmt::format("postgres_store cannot complete {} inside this transaction: join-transaction completion needs an "
-                    "idem::postgres_transaction over the connection your business writes use; another transaction type "
-                    "is bound to this thread",
-                    id.to_string()));
-  if (!pg_tx->active())
-    throw configuration_error(
-        fmt::format("postgres_store cannot complete {} inside the transaction: it already ended", id.to_string()));
+        fmt::format("postgres_store cannot complete {} inside this transaction: {}", id.to_string(), problem));
+  auto* pg_tx = static_cast<postgres_transaction*>(&tx);
 
   const digest d = id.key_digest();
   const param_list p = impl::complete_params(id, d, token, value, ttl);
@@ -377,7 +440,7 @@ void postgres_store::complete_in_transaction(const identity& id, const lease_tok
   result_ptr r;
   try {
     impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
-    r = exec_params(pg_tx->connection(), s.sql, s.types.data(), p, steady::now() + impl_->options.operation_timeout,
+    r = exec_params(pg_tx->connection(), s.sql, s.types.data(), p, deadline_after(impl_->options.operation_timeout),
                     /*cancel_on_timeout=*/true);
   } catch (const pg_error& e) {
     throw_unavailable("complete_in_transaction", id.to_string(), e,
@@ -386,10 +449,77 @@ void postgres_store::complete_in_transaction(const identity& id, const lease_tok
   impl::check_fenced(r.get(), "complete_in_transaction", id);
 }
 
+std::string postgres_store::join_problem(const transaction& tx) const {
+  const auto* pg_tx = dynamic_cast<const postgres_transaction*>(&tx);
+  if (pg_tx == nullptr)
+    return "join-transaction completion needs an idem::postgres_transaction over the connection your business "
+           "writes use; this transaction is of another type";
+  if (!pg_tx->active()) return "the postgres_transaction already ended";
+  PGconn* conn = pg_tx->connection();
+  if (PQstatus(conn) != CONNECTION_OK) return "the postgres_transaction's connection is broken";
+  if (PQtransactionStatus(conn) == PQTRANS_INERROR)
+    return "the postgres_transaction has failed (a statement in it raised an error) and can only roll back";
+
+  database_identity theirs;
+  try {
+    impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
+    theirs = read_identity(conn, deadline_after(impl_->options.operation_timeout), /*cancel_on_timeout=*/true);
+  } catch (const pg_error& e) {
+    throw_unavailable("tell which database the caller's transaction is on", {}, e,
+                      "; the caller's transaction cannot commit and must roll back");
+  }
+  if (theirs.standby)
+    return fmt::format("the postgres_transaction's connection is on a read-only standby (database \"{}\")",
+                       theirs.database);
+  if (theirs.table_oid == 0)
+    return fmt::format("the postgres_transaction's connection (database \"{}\") finds no idem_records table on its "
+                       "search_path",
+                       theirs.database);
+  database_identity ours = impl_->store_identity(false);
+  if (!theirs.same_table(ours)) ours = impl_->store_identity(true);  // restarted or moved since?
+  if (!theirs.same_cluster(ours))
+    return fmt::format("the postgres_transaction's connection is on another PostgreSQL server (database \"{}\") than "
+                       "the store's (database \"{}\")",
+                       theirs.database, ours.database);
+  if (theirs.database_oid != ours.database_oid)
+    return fmt::format("the postgres_transaction's connection is on database \"{}\", the store's records are in "
+                       "database \"{}\"",
+                       theirs.database, ours.database);
+  if (theirs.table_oid != ours.table_oid)
+    return fmt::format("the postgres_transaction's connection reaches another idem_records table than the store's "
+                       "(in database \"{}\": its search_path names another schema)",
+                       theirs.database);
+  return {};
+}
+
+bool postgres_store::extend_in_transaction(const identity& id, const lease_token& token, milliseconds lease,
+                                           transaction& tx) {
+  if (!join_problem(tx).empty()) return extend(id, token, lease);
+  auto* pg_tx = static_cast<postgres_transaction*>(&tx);
+  const digest d = id.key_digest();
+  param_list p;
+  p.text(id.scope()).bytes(d.data(), d.size()).uuid(token).int8(to_ms(lease));
+  const std::array<Oid, 4> types{oid_text, oid_bytea, oid_uuid, oid_int8};
+  result_ptr r;
+  try {
+    impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
+    r = exec_params(pg_tx->connection(), extend_in_transaction_sql, types.data(), p,
+                    deadline_after(impl_->options.operation_timeout), /*cancel_on_timeout=*/true);
+  } catch (const pg_error& e) {
+    throw_unavailable("extend_in_transaction", id.to_string(), e,
+                      "; the caller's transaction cannot commit and must roll back");
+  }
+  return std::string_view(PQcmdTuples(r.get())) == "1";
+}
+
+std::size_t postgres_store::waiting() const noexcept {
+  return impl_->waiting.get();
+}
+
 void postgres_store::create_schema() {
   const std::string script =
       fmt::format("BEGIN;\nSELECT pg_advisory_xact_lock({});\n{}\nCOMMIT;", schema_lock_key, schema_text);
-  const auto deadline = steady::now() + impl_->options.operation_timeout;
+  const auto deadline = deadline_after(impl_->options.operation_timeout);
   try {
     auto c = impl_->pool.acquire(deadline);
     try {

@@ -81,6 +81,24 @@ inline constexpr const char* purge_sql =
     " RETURNING 1)"
     " SELECT count(*) FROM gone";
 
+// Moves the lease of the record held under $3, inside the caller's transaction: no SKIP LOCKED,
+// since that transaction may hold the row's lock itself. Params as extend.
+inline constexpr const char* extend_in_transaction_sql =
+    "UPDATE idem_records SET lease_expires_at = statement_timestamp() + $4 * interval '1 millisecond'"
+    " WHERE scope = $1 AND key_digest = $2 AND status = 'in_progress' AND lease_token = $3";
+
+// Which idem_records table a connection's statements reach. One row: the cluster's system
+// identifier (NULL where pg_control_system() is not granted), the postmaster's start time in
+// microseconds since the epoch (the fallback cluster check), the database's oid and name, the oid
+// of the idem_records table its search_path resolves (0: none), and whether the server is a
+// standby (which shares its primary's system identifier and OIDs but cannot write).
+inline constexpr const char* database_identity_sql =
+    "SELECT CASE WHEN has_function_privilege('pg_control_system()', 'execute')"
+    "            THEN (SELECT system_identifier FROM pg_control_system()) END,"
+    "       floor(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::int8,"
+    "       (SELECT oid FROM pg_database WHERE datname = current_database())::int8, current_database()::text,"
+    "       coalesce(to_regclass('idem_records')::oid::int8, 0), pg_is_in_recovery()";
+
 inline constexpr std::array<statement, statement_count> statements{{
     {"idem_claim", claim_sql, 7, {oid_text, oid_bytea, oid_uuid, oid_int8, oid_int8, oid_text, oid_int8, 0}},
     {"idem_complete",

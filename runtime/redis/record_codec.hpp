@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include <idem/context.hpp>
 #include <idem/payload.hpp>
 
 namespace idem::detail::redis {
@@ -19,6 +20,13 @@ namespace idem::detail::redis {
 //
 // and the payload, once complete, is `<len>:<type><len>:<body><len>:<attributes>` with decimal
 // lengths, attributes as encode_attributes writes them.
+
+// The longest header line (its '\n' included) a record can have: an in-progress one with every
+// number at its widest (any int64), the longest fingerprint a context accepts and the token's 32
+// hex digits. purge.lua reads this much of each value, so it sees the whole header of every valid
+// record, and no payload.
+inline constexpr std::size_t max_header_length =
+    std::string_view("idem/2 p ").size() + 4 * (19 + 1) + max_fingerprint_length + 1 + 32 + 1;
 
 // The payload as the complete script appends it after the header.
 std::string encode_payload(const payload& value);

@@ -17,6 +17,8 @@
 #include <variant>
 #include <vector>
 
+#include <idem/deadline.hpp>
+#include <idem/detail/waiter_count.hpp>
 #include <idem/duration.hpp>
 #include <idem/errors.hpp>
 #include <idem/identity.hpp>
@@ -35,11 +37,9 @@ namespace rd = detail::redis;
 using std::chrono::milliseconds;
 using steady = std::chrono::steady_clock;
 
-// Durations handed to the scripts are capped at about a century: Lua numbers are doubles, and a
-// record that outlives its Redis by decades is forever enough.
-constexpr milliseconds max_script_duration{3'155'760'000'000};
-
-milliseconds capped(milliseconds d) { return std::clamp(d, milliseconds{0}, max_script_duration); }
+// Durations handed to the scripts are cut to max_stored_duration (idem/deadline.hpp): Lua numbers
+// are doubles.
+milliseconds capped(milliseconds d) { return stored_duration(d); }
 
 void require(bool ok, std::string_view field, std::string_view got, std::string_view rule) {
   if (ok) return;
@@ -300,12 +300,12 @@ struct redis_store::impl {
       }
       result.answer = acquired{token};
     } else if (a.code.starts_with("D")) {  // "D<remaining ttl> <record>", asked for by the cache
-      result.answer = replay(t, a.rest, key, sent_at + milliseconds(number(t, a.code.substr(1))));
+      result.answer = replay(t, a.rest, key, saturating_add(sent_at, milliseconds(number(t, a.code.substr(1)))));
     } else if (a.code == "B") {
       const auto [remaining, holder] = split(t, a.rest);
       const milliseconds lease_left(number(t, remaining));
       result.busy = true;
-      result.lease_until = sent_at + lease_left;
+      result.lease_until = saturating_add(sent_at, lease_left);
       result.answer = in_flight{lease_left};
       result.holder = std::string(holder);
     } else if (a.code == "M") {
@@ -354,7 +354,7 @@ struct redis_store::impl {
     entry->value = d.value;
     entry->completed_at = d.completed_at;
     entry->fingerprint = std::move(stored_fingerprint);
-    entry->expires_at = std::min(record_expiry, now + options.local_cache.max_age);
+    entry->expires_at = std::min(record_expiry, saturating_add(now, options.local_cache.max_age));
     cache->put(key, std::move(entry));
   }
 
@@ -406,6 +406,7 @@ struct redis_store::impl {
   std::atomic<std::uint64_t> script_reloads{0};
   std::atomic<std::uint64_t> cache_hits{0};
   std::atomic<std::uint64_t> message_answers{0};
+  detail::waiter_count waiting;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -441,8 +442,9 @@ acquire_result redis_store::try_acquire(const context& ctx) {
   // so it looks again once the subscription is confirmed (at once if it already was: another
   // waiter's); from then on every completion or release is a message that changes the snapshot.
   // Without a confirmed subscription the waiter re-checks every fallback_recheck.
-  const steady::time_point deadline = start + ctx.wait;
+  const steady::time_point deadline = saturating_add(start, ctx.wait);
   rd::subscriber::watch watch(d.hub, d.channel_for(key));
+  detail::waiter_count::scope counted(d.waiting);
   rd::subscriber::snapshot seen = watch.state();
   bool look_again = seen.confirmed;
   for (;;) {
@@ -452,8 +454,11 @@ acquire_result redis_store::try_acquire(const context& ctx) {
     }
     steady::time_point now = steady::now();
     if (now >= deadline) return in_flight{remaining_until(look.lease_until, now)};
-    steady::time_point wake_at = std::min(deadline, look.lease_until + milliseconds{1});
-    if (!seen.confirmed) wake_at = std::min(wake_at, now + d.options.fallback_recheck);
+    steady::time_point wake_at = std::min(deadline, saturating_add(look.lease_until, milliseconds{1}));
+    if (!seen.confirmed) wake_at = std::min(wake_at, saturating_add(now, d.options.fallback_recheck));
+    // Waiting on the event from here when the look followed a confirmed subscription: every
+    // completion from then on is a message this wait sees.
+    if (seen.confirmed && look_again) counted.begin();
     watch.wait(seen, wake_at);
     now = steady::now();
     if (now >= deadline) return in_flight{remaining_until(look.lease_until, now)};
@@ -491,7 +496,8 @@ void redis_store::complete(const identity& id, const lease_token& token, const p
     if (d.cache) {
       const auto [completed_at, stored] = impl::split(t, a.rest);
       duplicate done{value, std::chrono::system_clock::time_point(milliseconds(impl::number(t, completed_at)))};
-      d.remember(key, done, stored == "-" ? std::string() : std::string(stored), sent_at + capped(ttl), sent_at);
+      d.remember(key, done, stored == "-" ? std::string() : std::string(stored), saturating_add(sent_at, capped(ttl)),
+                 sent_at);
     }
     d.check_durability(t, out.acknowledged);
     return;
@@ -524,6 +530,7 @@ std::size_t redis_store::purge_expired() {
   const impl::target t{"purge_expired", nullptr};
   std::lock_guard lock(d.purge_mutex);
   const rd::decimal count(static_cast<std::int64_t>(d.options.purge_batch));
+  const rd::decimal header_bytes(static_cast<std::int64_t>(rd::max_header_length));
   std::size_t deleted = 0;
   for (std::size_t page = 0; page < d.options.purge_max_pages; ++page) {
     std::vector<std::string> keys;
@@ -546,7 +553,8 @@ std::size_t redis_store::purge_expired() {
     }
     if (!keys.empty()) {
       std::vector<std::string_view> views(keys.begin(), keys.end());
-      impl::outcome out = d.eval(t, rd::scripts().purge, views, {}, false);
+      const std::array<std::string_view, 1> args{header_bytes.view()};
+      impl::outcome out = d.eval(t, rd::scripts().purge, views, args, false);
       if (out.reply->type != REDIS_REPLY_INTEGER) d.unavailable(t, "the purge script answered something other than a count");
       const auto n = static_cast<std::size_t>(std::max<long long>(0, out.reply->integer));
       deleted += n;
@@ -556,6 +564,8 @@ std::size_t redis_store::purge_expired() {
   }
   return deleted;
 }
+
+std::size_t redis_store::waiting() const noexcept { return impl_->waiting.get(); }
 
 std::string redis_store::record_key(const identity& id) const { return impl_->key_of(id); }
 

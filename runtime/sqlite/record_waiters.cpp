@@ -2,6 +2,7 @@
 #include "record_waiters.hpp"
 
 #include <algorithm>
+#include <idem/deadline.hpp>
 #include <utility>
 
 namespace idem::detail {
@@ -38,9 +39,7 @@ std::size_t record_waiters::watched() const {
 
 void record_waiters::hold(const lease_token& token, std::chrono::milliseconds lease) {
   const auto now = std::chrono::steady_clock::now();
-  const auto room =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::time_point::max() - now);
-  const auto until = lease >= room ? std::chrono::steady_clock::time_point::max() : now + lease;
+  const auto until = saturating_add(now, lease);
   std::lock_guard lock(tokens_mutex_);
   tokens_.insert_or_assign(token, until);
   if (tokens_.size() < next_sweep_) return;

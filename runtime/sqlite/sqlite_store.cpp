@@ -10,15 +10,17 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <array>
 #include <cctype>
 #include <climits>
 #include <cstdint>
+#include <idem/deadline.hpp>
+#include <idem/detail/waiter_count.hpp>
 #include <idem/errors.hpp>
 #include <idem/sqlite_store.hpp>
 #include <idem/sqlite_transaction.hpp>
 #include <idem/transaction.hpp>
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -46,16 +48,6 @@ constexpr std::int64_t state_complete = 2;
 // The store's clock: milliseconds since the epoch on the system clock, shared by every process.
 std::int64_t clock_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::int64_t plus(std::int64_t at, milliseconds d) noexcept {
-  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
-  return d.count() > max - at ? max : at + d.count();
-}
-
-steady::time_point after(steady::time_point t, milliseconds d) noexcept {
-  const auto room = std::chrono::duration_cast<milliseconds>(steady::time_point::max() - t);
-  return d >= room ? steady::time_point::max() : t + d;
 }
 
 milliseconds left_until(steady::time_point deadline) noexcept {
@@ -186,7 +178,7 @@ int run_complete(bound_statement& s, const record_key& key, const lease_token& t
   s.blob(5, value.body.data(), value.body.size());
   s.blob(6, attributes.data(), attributes.size());
   s.integer(7, now);
-  s.integer(8, plus(now, ttl));
+  s.integer(8, saturating_add(now, ttl));
   s.step("write the completion");
   return s.changes();
 }
@@ -197,8 +189,8 @@ int run_claim(bound_statement& s, const record_key& key, const context& ctx, con
   const auto token_blob = detail::token_bytes(token);
   key.bind(s);
   s.blob(3, token_blob.data(), token_blob.size());
-  s.integer(4, plus(now, ctx.lease));
-  s.integer(5, plus(now, ctx.ttl));
+  s.integer(4, saturating_add(now, ctx.lease));
+  s.integer(5, saturating_add(now, ctx.ttl));
   if (ctx.fingerprint) {
     s.text(6, *ctx.fingerprint);
   } else {
@@ -209,9 +201,21 @@ int run_claim(bound_statement& s, const record_key& key, const context& ctx, con
   return s.changes();
 }
 
-bool same_file(sqlite3* db, const std::string& filename) {
+// The file name of `db`'s main database, or "" for a temporary or in-memory one.
+std::string_view main_file(sqlite3* db) {
   const char* name = sqlite3_db_filename(db, "main");
-  return name != nullptr && filename == name;
+  return name != nullptr ? std::string_view(name) : std::string_view();
+}
+
+// Whether `db`'s main database is the file `filename`: by name, or else by what the file system
+// says (the same device and inode), so that a symlink, a hard link or another spelling of the
+// path counts as the same file and a file replaced since never does.
+bool same_file(sqlite3* db, const std::string& filename) {
+  const std::string_view name = main_file(db);
+  if (name.empty()) return false;
+  if (name == filename) return true;
+  std::error_code ec;
+  return std::filesystem::equivalent(std::filesystem::path(name), std::filesystem::path(filename), ec);
 }
 
 // The calling thread's own active sqlite_transaction on `filename`, or nullptr.
@@ -235,6 +239,8 @@ struct sqlite_store::state {
   detail::connection_pool pool;
   // Serializes this store's write transactions in the process.
   std::timed_mutex writer;
+  // Callers blocked in try_acquire: waiting().
+  detail::waiter_count waiting;
   // Shared with after_commit callbacks, which may run after the store is gone.
   std::shared_ptr<detail::record_waiters> waiters = std::make_shared<detail::record_waiters>();
 
@@ -269,7 +275,7 @@ class write_transaction {
                     steady::time_point lock_deadline, std::string_view doing)
       : lock_(writer, std::defer_lock) {
     if (!lock_.try_lock_until(lock_deadline)) return;
-    loan_.emplace(pool.borrow(std::max(lock_deadline, after(steady::now(), busy_timeout))));
+    loan_.emplace(pool.borrow(std::max(lock_deadline, deadline_after(busy_timeout))));
     (*loan_)->busy_timeout(left_until(lock_deadline));
     const int rc = (*loan_)->try_run(statement::begin_immediate);
     if (is_busy(rc)) return;
@@ -334,14 +340,18 @@ const std::string& sqlite_store::filename() const noexcept {
   return state_->filename;
 }
 
+std::size_t sqlite_store::waiting() const noexcept {
+  return state_->waiting.get();
+}
+
 acquire_result sqlite_store::try_acquire(const context& ctx) {
   state& s = *state_;
-  const steady::time_point deadline = after(steady::now(), ctx.wait);
+  const steady::time_point deadline = deadline_after(ctx.wait);
   const record_key key(ctx.id);
 
   // Looks at the record without the write lock.
   auto look = [&]() -> verdict {
-    detail::connection_pool::loan c = s.pool.borrow(after(steady::now(), s.options.busy_timeout));
+    detail::connection_pool::loan c = s.pool.borrow(deadline_after(s.options.busy_timeout));
     std::optional<stored_record> row = read_record(*c, key, ctx.id);
     return judge(std::move(row), ctx, clock_ms());
   };
@@ -377,7 +387,7 @@ acquire_result sqlite_store::try_acquire(const context& ctx) {
       return judge(read_record(again, key, ctx.id), ctx, now);
     }
     write_transaction tx(s.writer, s.pool, s.options.busy_timeout,
-                         std::max(deadline, after(steady::now(), s.options.min_claim_lock_wait)), "begin the claim");
+                         std::max(deadline, deadline_after(s.options.min_claim_lock_wait)), "begin the claim");
     if (!tx.locked()) return lock_busy{};
     const std::int64_t now = clock_ms();
     int changed = 0;
@@ -394,10 +404,11 @@ acquire_result sqlite_store::try_acquire(const context& ctx) {
   };
 
   try {
-    detail::record_waiters::enrollment waiting = s.waiters->enroll(key.waiter_name());
+    detail::record_waiters::enrollment enrolled = s.waiters->enroll(key.waiter_name());
+    detail::waiter_count::scope counted(s.waiting);
     milliseconds backoff = s.options.recheck_initial;
     for (;;) {
-      const std::uint64_t seen = waiting.generation();
+      const std::uint64_t seen = enrolled.generation();
       verdict v = look();
       if (std::holds_alternative<claimable>(v)) {
         claim_result c = claim();
@@ -414,9 +425,12 @@ acquire_result sqlite_store::try_acquire(const context& ctx) {
       // Wake on a completion or release through this store, at the lease's expiry (to steal
       // it), or, when the holder is not this store's, to re-check for a holder elsewhere.
       const bool local_holder = h != nullptr && s.waiters->holds(h->token);
-      const steady::time_point wake = std::min({deadline, after(now, remaining + milliseconds(1)),
-                                                local_holder ? steady::time_point::max() : after(now, backoff)});
-      if (!waiting.wait_until(seen, wake)) backoff = std::min(backoff * 2, s.options.recheck_max);
+      const steady::time_point wake = std::min({deadline, saturating_add(now, remaining + milliseconds(1)),
+                                                local_holder ? steady::time_point::max() : saturating_add(now, backoff)});
+      // Enrolled before the look: a completion through this store from the look on moves the
+      // generation, so the wait below returns at once for it.
+      counted.begin();
+      if (!enrolled.wait_until(seen, wake)) backoff = std::min(backoff * 2, s.options.recheck_max);
     }
   } catch (const sqlite_failure& f) {
     s.unavailable("try_acquire", &ctx.id, f.what());
@@ -428,7 +442,7 @@ void sqlite_store::complete(const identity& id, const lease_token& token, const 
   const record_key key(id);
   try {
     s.refuse_self_lock("complete", id);
-    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), s.options.busy_timeout),
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(s.options.busy_timeout),
                          "begin the completion");
     if (!tx.locked()) s.unavailable("complete", &id, "the database stayed locked by another writer for busy_timeout");
     int changed = 0;
@@ -454,7 +468,7 @@ void sqlite_store::release(const identity& id, const lease_token& token) {
   const record_key key(id);
   try {
     s.refuse_self_lock("release", id);
-    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), s.options.busy_timeout),
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(s.options.busy_timeout),
                          "begin the release");
     if (!tx.locked()) s.unavailable("release", &id, "the database stayed locked by another writer for busy_timeout");
     const auto token_blob = detail::token_bytes(token);
@@ -486,7 +500,7 @@ bool sqlite_store::extend(const identity& id, const lease_token& token, millisec
     s.refuse_self_lock("extend", id);
     // The heartbeat thread is shared by every record of an engine: never hold it long.
     const milliseconds budget = std::min(s.options.busy_timeout, std::max(lease / 4, milliseconds(1)));
-    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), budget), "begin the extension");
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(budget), "begin the extension");
     if (!tx.locked())
       s.unavailable("extend", &id, "the database stayed locked by another writer for a quarter of the lease");
     const auto token_blob = detail::token_bytes(token);
@@ -495,7 +509,7 @@ bool sqlite_store::extend(const identity& id, const lease_token& token, millisec
       bound_statement up(tx.connection(), statement::extend);
       key.bind(up);
       up.blob(3, token_blob.data(), token_blob.size());
-      up.integer(4, plus(clock_ms(), lease));
+      up.integer(4, saturating_add(clock_ms(), lease));
       up.step("extend the lease");
       extended = up.changes() == 1;
     }
@@ -512,7 +526,7 @@ std::size_t sqlite_store::purge_expired() {
   std::size_t total = 0;
   try {
     for (;;) {
-      write_transaction tx(s.writer, s.pool, s.options.busy_timeout, after(steady::now(), s.options.busy_timeout),
+      write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(s.options.busy_timeout),
                            "begin the purge");
       if (!tx.locked())
         s.unavailable("purge expired records", nullptr,
@@ -537,20 +551,9 @@ std::size_t sqlite_store::purge_expired() {
 void sqlite_store::complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
                                            milliseconds ttl, transaction& tx) {
   state& s = *state_;
-  auto* own = dynamic_cast<sqlite_transaction*>(&tx);
-  if (own == nullptr)
-    throw configuration_error(
-        describe("complete_in_transaction", id) +
-        ": sqlite_store joins only an idem::sqlite_transaction, and this transaction is of "
-        "another type; open the transaction with idem::sqlite_transaction on the store's database");
-  if (!own->active())
-    throw configuration_error(describe("complete_in_transaction", id) + ": the sqlite_transaction is no longer active");
-  if (!same_file(own->connection(), s.filename)) {
-    const char* theirs = sqlite3_db_filename(own->connection(), "main");
-    throw configuration_error(describe("complete_in_transaction", id) + ": the transaction's connection is on '" +
-                              std::string(theirs != nullptr && *theirs != '\0' ? theirs : "a temporary database") +
-                              "', not on the store's database '" + s.filename + "'");
-  }
+  if (std::string problem = join_problem(tx); !problem.empty())
+    throw configuration_error(describe("complete_in_transaction", id) + ": " + problem);
+  auto* own = static_cast<sqlite_transaction*>(&tx);
   const record_key key(id);
   try {
     sqlite3* db = own->connection();
@@ -578,6 +581,63 @@ void sqlite_store::complete_in_transaction(const identity& id, const lease_token
     waiters->drop(token);
     waiters->notify(name);
   });
+}
+
+std::string sqlite_store::join_problem(const transaction& tx) const {
+  const auto* own = dynamic_cast<const sqlite_transaction*>(&tx);
+  if (own == nullptr)
+    return "sqlite_store joins only an idem::sqlite_transaction, and this transaction is of another type; open "
+           "the transaction with idem::sqlite_transaction on a connection to the store's database";
+  if (!own->active()) return "the sqlite_transaction is no longer active";
+  sqlite3* db = own->connection();
+  const std::string& filename = state_->filename;
+  if (!same_file(db, filename)) {
+    const std::string_view theirs = main_file(db);
+    return "the sqlite_transaction's connection is on '" +
+           std::string(theirs.empty() ? std::string_view("a temporary or in-memory database") : theirs) +
+           "', not on the store's database '" + filename + "'";
+  }
+  if (sqlite3_db_readonly(db, "main") == 1)
+    return "the sqlite_transaction's connection opened the store's database '" + filename +
+           "' read-only, so it cannot write the record";
+  return {};
+}
+
+bool sqlite_store::extend_in_transaction(const identity& id, const lease_token& token, milliseconds lease,
+                                         transaction& tx) {
+  if (!join_problem(tx).empty()) return extend(id, token, lease);
+  state& s = *state_;
+  auto& own = static_cast<sqlite_transaction&>(tx);
+  const record_key key(id);
+  bool extended = false;
+  try {
+    // On the caller's connection, inside its transaction: the UPDATE takes (or already holds) the
+    // write lock, so nobody can take the record over before the transaction ends.
+    sqlite3* db = own.connection();
+    bound_statement up(db, statement::extend, s.options.table, "prepare the extension");
+    const auto token_blob = detail::token_bytes(token);
+    key.bind(up);
+    up.blob(3, token_blob.data(), token_blob.size());
+    up.integer(4, saturating_add(clock_ms(), lease));
+    try {
+      up.step("extend the lease");
+    } catch (const sqlite_failure& f) {
+      if (f.code() == SQLITE_BUSY_SNAPSHOT)
+        throw sqlite_failure(f.code(), std::string(f.what()) +
+                                           "; the sqlite_transaction read the database before another connection "
+                                           "committed, so SQLite cannot let it write");
+      throw;
+    }
+    extended = up.changes() == 1;
+  } catch (const sqlite_failure& f) {
+    s.unavailable("extend_in_transaction", &id, f.what());
+  }
+  if (extended) {
+    own.after_commit([waiters = s.waiters, token, lease] {
+      if (waiters->holds(token)) waiters->hold(token, lease);
+    });
+  }
+  return extended;
 }
 
 }  // namespace idem

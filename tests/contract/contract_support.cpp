@@ -10,6 +10,8 @@
 
 #include <idem/errors.hpp>
 
+#include "support/eventually.hpp"
+
 namespace idem::contract {
 namespace {
 
@@ -106,6 +108,15 @@ std::string require_lease_lost(std::string_view operation, const idem::identity&
   CHECK(message.find(id.to_string()) != std::string::npos);
   CHECK(message.find(id.key()) == std::string::npos);
   return message;
+}
+
+void require_waiting(const idem::store& store, std::size_t n, std::chrono::milliseconds bound,
+                     std::source_location where) {
+  INFO("checked at " << where_text(where));
+  const bool reached = idem::test::eventually([&] { return store.waiting() == n; }, bound);
+  INFO("expected " << store.name() << ".waiting() == " << n << " within " << bound.count() << " ms, it is "
+                   << store.waiting());
+  REQUIRE(reached);
 }
 
 }  // namespace idem::contract

@@ -4,7 +4,7 @@
 // shared/reference/idempotency4j.md §5.1) plus cases for promises our interface makes beyond it.
 // Every case takes a store from make_store() and works on keys of its own, so a store's test
 // executable may hand all cases one backend. Waiting for a lease or a ttl to expire is done by
-// sleeping; everything else waits on events. Upper time bounds are generous on purpose: they catch
+// sleeping; everything else waits on events, or on store::waiting() for a caller to block. Upper time bounds are generous on purpose: they catch
 // a store that hangs, never a slow machine.
 #include "contract/store_contract.hpp"
 
@@ -23,6 +23,8 @@
 
 #include <idem/errors.hpp>
 
+#include "support/eventually.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -36,6 +38,7 @@ using idem::contract::require_duplicate;
 using idem::contract::require_in_flight;
 using idem::contract::require_lease_lost;
 using idem::contract::require_mismatch;
+using idem::contract::require_waiting;
 using idem::contract::sample_payload;
 using idem::contract::stopwatch;
 
@@ -61,10 +64,6 @@ idem::context validated(idem::context ctx) {
 
 // Lets the lease or ttl of a record expire.
 void let_expire(milliseconds d) { std::this_thread::sleep_for(d); }
-
-// Gives a caller started on another thread time to block inside try_acquire. No store offers an
-// event for "a caller is now waiting", so this is a sleep; the cases stay correct if it is short.
-void let_waiter_block() { std::this_thread::sleep_for(300ms); }
 
 // Checks a purge count: exactly `expected` when the backend belongs to this case alone, at least
 // `expected` when other cases may leave expired records in it.
@@ -186,7 +185,7 @@ TEST_CASE("contract: a duplicate blocks until the holder completes and then repl
     auto result = store->try_acquire(standard_context(id));
     return timed_result{std::move(result), std::chrono::steady_clock::now()};
   });
-  let_waiter_block();
+  require_waiting(*store, 1);
   const auto completing_at = std::chrono::steady_clock::now();
   store->complete(id, holder, sample_payload(), 1h);
 
@@ -936,7 +935,7 @@ TEST_CASE("contract: a waiter is woken by a release and acquires the key", "[con
     auto result = store->try_acquire(validated({.id = id, .ttl = 1h, .lease = 60s, .wait = 30s}));
     return timed_result{std::move(result), std::chrono::steady_clock::now()};
   });
-  let_waiter_block();
+  require_waiting(*store, 1);
   const auto releasing_at = std::chrono::steady_clock::now();
   store->release(id, holder);
 
@@ -987,4 +986,137 @@ TEST_CASE("contract: keys that differ only after a NUL byte or a colon are disti
   for (const idem::identity* id : {&nul_a, &nul_b, &colon_a, &colon_b}) {
     CHECK(require_duplicate(store->try_acquire(standard_context(*id))).value.body == id->key());
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// waiting()
+
+TEST_CASE("contract: waiting() is 0 on an idle store and a look-once never counts", "[contract]") {
+  auto store = make_store();
+  CHECK(store->waiting() == 0);
+  const auto id = fresh_identity("waiting-idle");
+  const auto token = require_acquired(store->try_acquire(standard_context(id)));
+  CHECK(store->waiting() == 0);
+  require_in_flight(store->try_acquire(validated({.id = id, .ttl = 1h, .lease = 5s, .wait = 0ms})));
+  CHECK(store->waiting() == 0);
+  store->complete(id, token, sample_payload(), 1h);
+  require_duplicate(store->try_acquire(standard_context(id)));
+  CHECK(store->waiting() == 0);
+}
+
+TEST_CASE("contract: waiting() counts a blocked duplicate until it returns with the replay",
+          "[contract][concurrency]") {
+  auto store = make_store();
+  const auto id = fresh_identity("waiting-one");
+  const auto holder = require_acquired(store->try_acquire(validated({.id = id, .ttl = 1h, .lease = 60s, .wait = 0ms})));
+
+  // The holder's lease (60 s) outlasts the wait (30 s): only the completion lets the waiter go.
+  idem::contract::background<idem::acquire_result> waiter(
+      [&] { return store->try_acquire(validated({.id = id, .ttl = 1h, .lease = 60s, .wait = 30s})); });
+  require_waiting(*store, 1);
+  CHECK_FALSE(waiter.finished_within(0ms));  // counted means still inside try_acquire
+  store->complete(id, holder, sample_payload("counted"), 1h);
+
+  REQUIRE(waiter.finished_within(15s));
+  CHECK(require_duplicate(waiter.result()).value == sample_payload("counted"));
+  CHECK(store->waiting() == 0);
+}
+
+TEST_CASE("contract: waiting() counts every blocked duplicate of a record", "[contract][concurrency]") {
+  auto store = make_store();
+  const auto id = fresh_identity("waiting-two");
+  const auto holder = require_acquired(store->try_acquire(validated({.id = id, .ttl = 1h, .lease = 60s, .wait = 0ms})));
+  const auto waiting_context = validated({.id = id, .ttl = 1h, .lease = 60s, .wait = 30s});
+  idem::contract::background<idem::acquire_result> first([&] { return store->try_acquire(waiting_context); });
+  idem::contract::background<idem::acquire_result> second([&] { return store->try_acquire(waiting_context); });
+  require_waiting(*store, 2);
+  store->release(id, holder);
+
+  // One of them acquires the released key; the other keeps waiting for it (counted again as one).
+  REQUIRE(idem::test::eventually([&] { return first.finished_within(0ms) || second.finished_within(0ms); }, 15s));
+  const bool first_won = first.finished_within(0ms);
+  const idem::lease_token winner = require_acquired(first_won ? first.result() : second.result());
+  require_waiting(*store, 1);
+  store->complete(id, winner, sample_payload("second"), 1h);
+  auto& loser = first_won ? second : first;
+  REQUIRE(loser.finished_within(15s));
+  CHECK(require_duplicate(loser.result()).value == sample_payload("second"));
+  CHECK(store->waiting() == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durations at the end of the range: deadlines and expiries saturate instead of overflowing
+
+TEST_CASE("contract: a duplicate waiting milliseconds::max() gets the replay when the holder completes",
+          "[contract][concurrency]") {
+  auto store = make_store();
+  const auto id = fresh_identity("wait-max");
+  const auto holder = require_acquired(store->try_acquire(standard_context(id)));
+
+  idem::contract::background<idem::acquire_result> waiter([&] {
+    return store->try_acquire(
+        validated({.id = id, .ttl = 1h, .lease = 5s, .wait = milliseconds::max(), .fingerprint = fingerprint('0')}));
+  });
+  require_waiting(*store, 1);
+  store->complete(id, holder, sample_payload("after the longest wait"), 1h);
+  REQUIRE(waiter.finished_within(15s));
+  CHECK(require_duplicate(waiter.result()).value == sample_payload("after the longest wait"));
+}
+
+TEST_CASE("contract: ttl, lease and wait of milliseconds::max() acquire, hold, complete and replay",
+          "[contract]") {
+  auto store = make_store();
+  const auto id = fresh_identity("durations-max");
+  const auto forever =
+      validated({.id = id, .ttl = milliseconds::max(), .lease = milliseconds::max(), .wait = milliseconds::max()});
+  const auto token = require_acquired(store->try_acquire(forever));
+
+  // Held for as long as a lease can be: a look-once is in flight with a positive retry_after.
+  const auto busy = require_in_flight(store->try_acquire(validated({.id = id, .ttl = 1h, .lease = 5s, .wait = 0ms})));
+  CHECK(busy.retry_after > 24h);
+  CHECK(store->extend(id, token, milliseconds::max()));
+  const std::size_t purged_held = store->purge_expired();
+  if (backend_is_exclusive()) CHECK(purged_held == 0);
+
+  store->complete(id, token, sample_payload("forever"), milliseconds::max());
+  const std::size_t purged_complete = store->purge_expired();
+  if (backend_is_exclusive()) CHECK(purged_complete == 0);
+  CHECK(require_duplicate(store->try_acquire(forever)).value == sample_payload("forever"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Purge and the longest valid records
+
+TEST_CASE("contract: purge deletes expired records with the longest scope and fingerprint", "[contract]") {
+  auto store = make_store();
+  std::string scope = "LongestScope.";
+  scope.resize(idem::max_scope_length, 'x');
+  const std::string long_fingerprint(idem::max_fingerprint_length, 'f');
+  std::string other_fingerprint(idem::max_fingerprint_length, 'f');
+  other_fingerprint.back() = 'e';
+  const auto with = [&](const idem::identity& id, milliseconds ttl, milliseconds lease, const std::string& fp) {
+    return validated({.id = id, .ttl = ttl, .lease = lease, .wait = 0ms, .fingerprint = fp});
+  };
+
+  // Live: replays with its whole fingerprint, which a fingerprint differing in the last digit misses.
+  const auto live = fresh_identity("longest-live", scope);
+  store->complete(live, require_acquired(store->try_acquire(with(live, 1h, 5s, long_fingerprint))),
+                  sample_payload("live"), 1h);
+  CHECK(require_duplicate(store->try_acquire(with(live, 1h, 5s, long_fingerprint))).value == sample_payload("live"));
+  const auto mismatch = require_mismatch(store->try_acquire(with(live, 1h, 5s, other_fingerprint)));
+  CHECK(mismatch.stored == long_fingerprint);
+  CHECK(mismatch.received == other_fingerprint);
+
+  // Expired: a complete record past its ttl, and an abandoned one past its lease and ttl.
+  const auto complete = fresh_identity("longest-complete", scope);
+  store->complete(complete, require_acquired(store->try_acquire(with(complete, 1h, 5s, long_fingerprint))),
+                  sample_payload("expired"), 1ms);
+  const auto abandoned = fresh_identity("longest-abandoned", scope);
+  const auto abandoned_token = require_acquired(store->try_acquire(with(abandoned, 20ms, 20ms, long_fingerprint)));
+  let_expire(60ms);
+
+  check_purged(store->purge_expired(), 2);
+  // The abandoned record is gone (not merely lapsed: its holder could otherwise still complete it).
+  require_lease_lost("complete", abandoned, [&] { store->complete(abandoned, abandoned_token, sample_payload(), 1h); });
+  CHECK(require_duplicate(store->try_acquire(with(live, 1h, 5s, long_fingerprint))).value == sample_payload("live"));
 }

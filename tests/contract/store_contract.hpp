@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <functional>
 #include <future>
@@ -100,6 +101,13 @@ idem::fingerprint_mismatch require_mismatch(const idem::acquire_result& result,
 std::string require_lease_lost(std::string_view operation, const idem::identity& id,
                                const std::function<void()>& mutation,
                                std::source_location where = std::source_location::current());
+
+// Waits until store.waiting() == n, at most `bound`, and fails the case if it never is. Call it
+// before letting a holder finish, so that a caller started on another thread is known to wait
+// inside try_acquire (and, in a store that waits on an event, to be subscribed to it).
+void require_waiting(const idem::store& store, std::size_t n,
+                     std::chrono::milliseconds bound = std::chrono::seconds(10),
+                     std::source_location where = std::source_location::current());
 
 // Milliseconds elapsed on the steady clock since construction.
 class stopwatch {

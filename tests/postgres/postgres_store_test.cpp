@@ -330,3 +330,164 @@ TEST_CASE("transaction: refuses a connection it cannot begin on", "[postgres][tr
   conn.query("ROLLBACK");
   CHECK(idem::current_transaction() == nullptr);
 }
+
+namespace {
+
+// A database of its own on the fixture's server with the idem schema in it, dropped at the end.
+class other_database {
+ public:
+  other_database() : name_(idem::pg_test::unique_name("joinother")) {
+    raw_connection admin;
+    admin.query("CREATE DATABASE " + name_);
+    conninfo_ = idem::pg_test::conninfo() + " dbname=" + name_;
+    idem::postgres_store store{[&] {
+      auto o = store_options();
+      o.conninfo = conninfo_;
+      return o;
+    }()};
+    store.create_schema();
+  }
+  ~other_database() {
+    try {
+      raw_connection admin;
+      admin.query("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
+    } catch (...) {
+    }
+  }
+  other_database(const other_database&) = delete;
+  other_database& operator=(const other_database&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  const std::string& conninfo() const noexcept { return conninfo_; }
+
+ private:
+  std::string name_;
+  std::string conninfo_;
+};
+
+}  // namespace
+
+TEST_CASE("store: join_problem accepts a postgres_transaction reaching the store's table and says what is wrong "
+          "otherwise",
+          "[postgres][transaction]") {
+  idem::pg_test::ensure_schema();
+  idem::postgres_store store{store_options()};
+
+  SECTION("the store's database and table: accepted, and the transaction stays usable") {
+    raw_connection conn;
+    idem::postgres_transaction tx{conn.get()};
+    CHECK(store.join_problem(tx).empty());
+    CHECK(store.join_problem(tx).empty());  // asked again: the same answer
+    CHECK(PQtransactionStatus(conn.get()) == PQTRANS_INTRANS);
+    tx.commit();
+  }
+  SECTION("another transaction type") {
+    struct other_transaction final : idem::basic_transaction {};
+    other_transaction other;
+    CHECK_THAT(store.join_problem(other), Catch::Contains("idem::postgres_transaction") && Catch::Contains("another type"));
+  }
+  SECTION("another database on the same server") {
+    other_database other;
+    raw_connection conn(other.conninfo());
+    idem::postgres_transaction tx{conn.get()};
+    const std::string problem = store.join_problem(tx);
+    CHECK_THAT(problem, Catch::Contains("database \"" + other.name() + "\"") && Catch::Contains("\"postgres\""));
+  }
+  SECTION("the same database, but a search_path that leads to another idem_records table") {
+    private_schema schema("join_other_table");
+    raw_connection conn(schema.conninfo());
+    idem::postgres_transaction tx{conn.get()};
+    CHECK_THAT(store.join_problem(tx), Catch::Contains("another idem_records table"));
+  }
+  SECTION("a search_path without an idem_records table") {
+    raw_connection conn(idem::pg_test::conninfo_with_schema(idem::pg_test::conninfo(), "no_such_schema"));
+    idem::postgres_transaction tx{conn.get()};
+    CHECK_THAT(store.join_problem(tx), Catch::Contains("no idem_records table"));
+  }
+  SECTION("a transaction that failed") {
+    raw_connection conn;
+    idem::postgres_transaction tx{conn.get()};
+    PQclear(PQexec(conn.get(), "SELECT 1/0"));
+    CHECK_THAT(store.join_problem(tx), Catch::Contains("has failed"));
+  }
+  SECTION("a transaction that ended") {
+    raw_connection conn;
+    idem::postgres_transaction tx{conn.get()};
+    tx.commit();
+    CHECK_THAT(store.join_problem(tx), Catch::Contains("already ended"));
+  }
+}
+
+TEST_CASE("store: complete_in_transaction refuses another database with join_problem's reason",
+          "[postgres][transaction]") {
+  idem::pg_test::ensure_schema();
+  idem::postgres_store store{store_options()};
+  const auto id = new_id("Join.elsewhere");
+  const auto token = require_acquired(store.try_acquire(make_ctx(id)));
+  other_database other;
+  raw_connection conn(other.conninfo());
+  idem::postgres_transaction tx{conn.get()};
+  std::string message;
+  try {
+    store.complete_in_transaction(id, token, sample_payload(), 1h, tx);
+  } catch (const idem::configuration_error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Contains(other.name()) && Catch::Contains(id.to_string()));
+  CHECK_THAT(message, !Catch::Contains(id.key()));
+  tx.rollback();
+  store.complete(id, token, sample_payload(), 1h);  // the refusal left the record alone
+}
+
+TEST_CASE("store: extend_in_transaction answers whether the record is held under the token",
+          "[postgres][transaction]") {
+  idem::pg_test::ensure_schema();
+  idem::postgres_store store{store_options()};
+  raw_connection conn;
+  const auto id = new_id("Extend.in_tx");
+  const auto old_token = require_acquired(store.try_acquire(make_ctx(id, 0ms, 50ms)));
+  {
+    idem::postgres_transaction tx{conn.get()};
+    CHECK(store.extend_in_transaction(id, old_token, 50ms, tx));
+    tx.rollback();
+  }
+  std::this_thread::sleep_for(150ms);  // the lease runs out; another caller takes the record over
+  const auto new_token = require_acquired(store.try_acquire(make_ctx(id, 0ms)));
+  {
+    idem::postgres_transaction tx{conn.get()};
+    CHECK_FALSE(store.extend_in_transaction(id, old_token, 30s, tx));
+    CHECK(store.extend_in_transaction(id, new_token, 30s, tx));
+    tx.commit();
+  }
+  struct other_transaction final : idem::basic_transaction {};
+  other_transaction other;  // not joinable: the plain extend answers
+  CHECK(store.extend_in_transaction(id, new_token, 30s, other));
+  CHECK_FALSE(store.extend_in_transaction(id, old_token, 30s, other));
+}
+
+TEST_CASE("store: extend_in_transaction extends a row the caller's transaction has locked, and commits with it",
+          "[postgres][transaction]") {
+  idem::pg_test::ensure_schema();
+  idem::postgres_store store{store_options()};
+  raw_connection conn;
+  const auto id = new_id("Extend.own_lock");
+  const auto token = require_acquired(store.try_acquire(make_ctx(id, 0ms, 100ms)));
+  const bool commit = GENERATE(true, false);
+  {
+    idem::postgres_transaction tx{conn.get()};
+    // The caller's transaction locks the record's row, as its own writes to it would.
+    REQUIRE(conn.query("SELECT 1 FROM idem_records WHERE scope = $1 AND lease_token = $2::uuid FOR UPDATE",
+                       {id.scope(), token.to_string()})
+                .size() == 1);
+    CHECK_FALSE(store.extend(id, token, 60s));  // another connection skips the locked row
+    CHECK(store.extend_in_transaction(id, token, 60s, tx));
+    if (commit) tx.commit();
+  }
+  std::this_thread::sleep_for(250ms);  // past the lease of the acquisition
+  INFO((commit ? "committed" : "rolled back"));
+  if (commit) {
+    CHECK(require_in_flight(store.try_acquire(make_ctx(id, 0ms))).retry_after > 30s);  // the 60 s lease holds
+  } else {
+    require_acquired(store.try_acquire(make_ctx(id, 0ms)));  // the extension went with the rollback: stolen
+  }
+}

@@ -8,7 +8,6 @@
 #include <idem/lease_token.hpp>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
 namespace idem::pg_test {
 
@@ -56,15 +55,6 @@ void ensure_schema() {
     idem::postgres_store store{store_options("schema")};
     store.create_schema();
   });
-}
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (condition()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
 }
 
 raw_connection::raw_connection(const std::string& info) : conn_(PQconnectdb(info.c_str())) {

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/eventually.hpp"
+
 namespace idem::pg_test {
 
 // The conninfo the fixture wrote to $IDEM_PG_DIR/conninfo. Throws std::runtime_error (failing the
@@ -33,9 +35,8 @@ idem::postgres_store_options store_options(std::string_view hint = "idem-test");
 // Creates the schema in the fixture's database once per process.
 void ensure_schema();
 
-// For conditions no event announces (a server process exiting): checks `condition` every 10 ms
-// until it holds or `timeout` passes, and returns whether it held.
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+// For conditions no event announces (a server process exiting): tests/support/eventually.hpp.
+using idem::test::eventually;
 
 // A plain libpq connection for test-side statements.
 class raw_connection {

@@ -15,6 +15,7 @@
 
 #include "contract/store_contract.hpp"
 #include "redis_support.hpp"
+#include "record_codec.hpp"
 #include "scripts.hpp"
 
 namespace {
@@ -476,4 +477,23 @@ TEST_CASE("wrong credentials are store_unavailable_error naming AUTH") {
   } catch (const idem::store_unavailable_error& e) {
     CHECK(std::string(e.what()).find("AUTH") != std::string::npos);
   }
+}
+
+TEST_CASE("purge reads the whole header of the longest valid record") {
+  const std::string prefix = unique_prefix("purge-longest");
+  auto store = fixture_store(prefix);
+  raw_redis redis(fixture_address());
+  // An expired in-progress record whose header is as long as a valid one can be: every number 19
+  // digits wide (leading zeros: long ago, so expired), the longest fingerprint, a token.
+  const std::string wide(18, '0');
+  const std::string token = idem::lease_token::generate().to_string();
+  const std::string header = "idem/2 p " + wide + "1 " + wide + "1 " + wide + "1 " + wide + "1 " +
+                             std::string(idem::max_fingerprint_length, 'f') + " " + token + "\n";
+  REQUIRE(header.size() == idem::detail::redis::max_header_length);
+  const auto id = make_id("purge-longest");
+  const std::string key = store->record_key(id);
+  REQUIRE(redis.text({"SET", key, header, "PX", "600000"}) == "OK");
+
+  CHECK(store->purge_expired() == 1);
+  CHECK(redis.integer({"EXISTS", key}) == 0);
 }

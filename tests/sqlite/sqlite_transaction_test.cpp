@@ -4,12 +4,14 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <idem/engine.hpp>
 #include <idem/errors.hpp>
 #include <idem/sqlite_store.hpp>
 #include <idem/sqlite_transaction.hpp>
 #include <idem/transaction.hpp>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include "contract/store_contract.hpp"
@@ -234,4 +236,120 @@ TEST_CASE("a waiter in the same store wakes when a joined completion commits", "
   CHECK(require_duplicate(waiter.result()).value == sample_payload());
   INFO("woken after " << watch.elapsed().count() << " ms");
   CHECK(watch.elapsed() < 1s);  // an event, not the cross-process re-check
+}
+
+TEST_CASE("join_problem accepts a sqlite_transaction on the store's file by any name and says what is wrong otherwise",
+          "[sqlite][transaction]") {
+  const auto path = fresh_db_path("join");
+  idem::sqlite_store store{options_for(path)};
+
+  SECTION("the store's file") {
+    auto db = open_connection(path);
+    idem::sqlite_transaction tx{db.get()};
+    CHECK(store.join_problem(tx).empty());
+  }
+  SECTION("the store's file through a symlink") {
+    const auto link = path.parent_path() / ("link-to-" + path.filename().string());
+    std::filesystem::create_symlink(path, link);
+    auto db = open_connection(link);
+    idem::sqlite_transaction tx{db.get()};
+    CHECK(store.join_problem(tx).empty());
+  }
+  SECTION("another transaction type") {
+    foreign_transaction foreign;
+    const std::string problem = store.join_problem(foreign);
+    CHECK_THAT(problem, Catch::Contains("idem::sqlite_transaction") && Catch::Contains("another type"));
+  }
+  SECTION("another file") {
+    const auto other_path = fresh_db_path("join-other");
+    auto other = open_connection(other_path);
+    idem::sqlite_transaction tx{other.get()};
+    const std::string problem = store.join_problem(tx);
+    CHECK_THAT(problem, Catch::Contains(other_path.filename().string()) && Catch::Contains(store.filename()));
+  }
+  SECTION("a connection that opened the file read-only") {
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+    const idem::sqlite_test::connection db(raw);
+    idem::sqlite_transaction tx{db.get()};
+    CHECK_THAT(store.join_problem(tx), Catch::Contains("read-only"));
+  }
+  SECTION("a transaction that ended") {
+    auto db = open_connection(path);
+    idem::sqlite_transaction tx{db.get()};
+    tx.commit();
+    CHECK_THAT(store.join_problem(tx), Catch::Contains("no longer active"));
+  }
+}
+
+TEST_CASE("complete_in_transaction refuses with join_problem's reason and names only the masked record",
+          "[sqlite][transaction]") {
+  const auto path = fresh_db_path("refuse-reason");
+  idem::sqlite_store store{options_for(path)};
+  const auto id = fresh_identity("refuse-reason");
+  const auto token = require_acquired(store.try_acquire(context_for(id)));
+  foreign_transaction foreign;
+  std::string message;
+  try {
+    store.complete_in_transaction(id, token, sample_payload(), 1h, foreign);
+  } catch (const idem::configuration_error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Contains(store.join_problem(foreign)) && Catch::Contains(id.to_string()));
+  CHECK_THAT(message, !Catch::Contains(id.key()));
+}
+
+TEST_CASE("extend_in_transaction answers whether the record is held under the token", "[sqlite][transaction]") {
+  shop s;
+  const auto id = fresh_identity("extend-in-tx");
+  const auto old_token = require_acquired(s.store.try_acquire(
+      [&] {
+        idem::context ctx{.id = id, .ttl = 1h, .lease = 50ms, .wait = 0ms};
+        ctx.validate();
+        return ctx;
+      }()));
+  {
+    idem::sqlite_transaction tx{s.db.get()};
+    CHECK(s.store.extend_in_transaction(id, old_token, 50ms, tx));
+    tx.rollback();
+  }
+  std::this_thread::sleep_for(150ms);  // the lease runs out; another caller takes the record over
+  const auto new_token = require_acquired(s.observer.try_acquire(context_for(id, 0ms)));
+  idem::sqlite_transaction tx{s.db.get()};
+  CHECK_FALSE(s.store.extend_in_transaction(id, old_token, 30s, tx));
+  CHECK(s.store.extend_in_transaction(id, new_token, 30s, tx));
+  tx.commit();
+
+  SECTION("another transaction type falls back to extend") {
+    foreign_transaction foreign;
+    CHECK(s.store.extend_in_transaction(id, new_token, 30s, foreign));
+    CHECK_FALSE(s.store.extend_in_transaction(id, old_token, 30s, foreign));
+  }
+}
+
+TEST_CASE("extend_in_transaction works while the caller's transaction holds the write lock, and commits with it",
+          "[sqlite][transaction]") {
+  shop s;
+  const auto id = fresh_identity("extend-locked");
+  idem::context short_lease{.id = id, .ttl = 1h, .lease = 100ms, .wait = 0ms};
+  short_lease.validate();
+  const auto token = require_acquired(s.store.try_acquire(short_lease));
+  const bool commit = GENERATE(true, false);
+  {
+    idem::sqlite_transaction tx{s.db.get()};
+    exec(s.db.get(), "INSERT INTO orders VALUES ('locked')");  // holds the file's write lock from here
+    // A plain extend cannot write now; the one inside the transaction can.
+    CHECK_THROWS_AS((void)s.store.extend(id, token, 60s), idem::store_unavailable_error);
+    CHECK(s.store.extend_in_transaction(id, token, 60s, tx));
+    if (commit) tx.commit();
+  }
+  std::this_thread::sleep_for(250ms);  // past the lease of the acquisition
+  INFO((commit ? "committed" : "rolled back"));
+  if (commit) {
+    CHECK(require_in_flight(s.look(short_lease)).retry_after > 30s);  // the 60 s lease holds
+    CHECK(s.orders() == 1);
+  } else {
+    require_acquired(s.look(short_lease));  // the extension went with the rollback: stolen
+    CHECK(s.orders() == 0);
+  }
 }

@@ -9,6 +9,7 @@
 #include <idem/policy_registry.hpp>
 
 #include "engine_support.hpp"
+#include "support/eventually.hpp"
 
 using namespace std::chrono_literals;
 using idem::test::recording_listener;
@@ -158,14 +159,17 @@ TEST_CASE("engine: a duplicate arriving mid-flight waits and gets the result, or
   CHECK(std::get<idem::in_flight>(now).retry_after > 20s);
   CHECK(std::get<idem::in_flight>(now).retry_after <= 30s);
 
-  // A waiting duplicate blocks inside the store until the holder completes.
+  // A waiting duplicate blocks inside the store until the holder completes: the holder is let go
+  // only once the store counts the duplicate as waiting, so the replay really comes from the wait.
   // Catch2 assertions are not thread-safe: threads record, the test thread asserts.
   std::atomic<bool> waiter_replayed = false;
   std::jthread waiter([&] {
     auto o = engine.execute(engine.make_context("S.m", "k", {.wait = 10s}), [&] { ++runs; });
     waiter_replayed = std::holds_alternative<idem::replayed<void>>(o);
   });
+  const bool waiter_blocked = idem::test::eventually([&] { return store.waiting() == 1; }, 10s);
   release.count_down();
+  REQUIRE(waiter_blocked);
   holder.join();
   waiter.join();
   CHECK(waiter_replayed);
