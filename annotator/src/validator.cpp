@@ -214,17 +214,18 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
     }
   }
 
-  // scope: explicit or default; the runtime's rule either way.
-  if (const raw_argument* scope = find("scope")) {
+  // scope: explicit or default; the runtime's rule either way. An empty scope means the default,
+  // as in the original library, and does not count as naming one.
+  const raw_argument* scope = find("scope");
+  if (scope != nullptr && !scope->value.empty()) {
     spec.scope = scope->value;
     spec.scope_is_default = false;
     spec.scope_position = value_start(*scope);
     if (std::string problem = scope_problem(scope->value); !problem.empty())
-      out.push_back(error_at(scope->value.empty() ? scope->value_position : value_start(*scope),
-                             "invalid scope \"" + scope->value + "\": " + problem));
+      out.push_back(error_at(value_start(*scope), "invalid scope \"" + scope->value + "\": " + problem));
   } else {
     spec.scope = default_scope(facts);
-    spec.scope_position = attribute.position;
+    spec.scope_position = scope != nullptr ? scope->value_position : attribute.position;
     if (std::string problem = scope_problem(spec.scope); !problem.empty())
       out.push_back(error_at(attribute.position, "the default scope \"" + spec.scope + "\" of " + display_name(facts) +
                                                      " is invalid: " + problem + "; set scope = \"...\""));

@@ -146,7 +146,9 @@ TEST_CASE("generated code registers every policy for the engine's startup check"
   CHECK(settle->result_type == "shop::Receipt");
   const auto* rebuild = find("rebuild_index");
   REQUIRE(rebuild != nullptr);
-  CHECK(rebuild->scope == "rebuild_index");
+  CHECK(rebuild->scope == "rebuild_index");  // scope = "" is the default scope
   CHECK_FALSE(rebuild->scope_explicit);
   CHECK(rebuild->options.lease == std::chrono::milliseconds(5min));
+  CHECK_FALSE(rebuild->options.ttl.has_value());
+  CHECK_FALSE(rebuild->options.completion.has_value());
 }

@@ -126,8 +126,9 @@ TEST_CASE("a missing key is reported on the attribute", "[annotator][validator]"
 TEST_CASE("scopes follow idem::scope_problem", "[annotator][validator]") {
   CHECK(only_error(validate(attribute({arg("key", "e"), arg("scope", "a:b")}), member())).message ==
         "invalid scope \"a:b\": scope must not contain ':' (stores compose scope and key with it)");
-  CHECK(only_error(validate(attribute({arg("key", "e"), arg("scope", "")}), member())).message ==
-        "invalid scope \"\": scope must not be empty");
+  const diagnostic blank = only_error(validate(attribute({arg("key", "e"), arg("scope", " \t")}), member()));
+  CHECK(blank.message == "invalid scope \" \t\": scope must not be blank");
+  CHECK(blank.position == source_position{"t.hpp", 1, 39});  // the first character inside the quotes
   CHECK(only_error(validate(attribute({arg("key", "e"), arg("scope", std::string(129, 'a'))}), member()))
             .message.find("scope must not exceed 128 characters, got 129") != std::string::npos);
   auto ok = validate(attribute({arg("key", "e"), arg("scope", "Orders.v2")}), member());
@@ -212,6 +213,14 @@ TEST_CASE("two functions sharing a scope must agree", "[annotator][validator]") 
         "scope \"Shared\" of 'shop::Other::on' is also the scope of 'shop::OrderListener::on' with different settings "
         "(ttl \"PT2H\" vs \"PT1H\"): a duplicate of one would be answered with the record of the other");
   CHECK(conflicts[1].level == severity::note);
+}
+
+TEST_CASE("an empty scope is the default scope and does not name one", "[annotator][validator]") {
+  auto r = validate(attribute({arg("key", "e"), arg("scope", "")}), member());
+  REQUIRE(r.ok());
+  CHECK(r.spec->scope == "OrderListener.on");
+  CHECK(r.spec->scope_is_default);
+  CHECK(r.spec->scope_position == source_position{"t.hpp", 1, 38});  // the empty literal's opening quote
 }
 
 TEST_CASE("default scopes that coincide are an error even with the same settings", "[annotator][validator]") {
