@@ -251,10 +251,12 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
   }
 
   // codec: required exactly when there is a value to replay (the type itself is checked by Sema).
+  // An empty codec is none; one of only spaces names nothing either, but is not empty, so a void
+  // function refuses it like any codec, and a value-returning one is told at the value to name one.
   const raw_argument* codec = find("codec");
-  const bool codec_named = codec != nullptr && !codec->value.empty();
+  const bool codec_named = codec != nullptr && codec->value.find_first_not_of(" \t\n\r\f\v") != std::string::npos;
   if (!facts.http_endpoint) {
-    if (facts.returns_void && codec_named) {
+    if (facts.returns_void && codec != nullptr && !codec->value.empty()) {
       out.push_back(error_at(value_start(*codec), "codec \"" + codec->value + "\" is pointless: " + display_name(facts) +
                                                       " returns void and has nothing to replay"));
     } else if (!facts.returns_void && !codec_named) {

@@ -1,6 +1,6 @@
 // Empty values: as in the original library, an empty scope, ttl, lease, waitTimeout or completion
 // means "the default", and an empty codec means "no codec". An empty key does not: every call
-// needs one. A scope of only spaces is not empty: it is refused.
+// needs one. A scope or codec of only spaces is not empty: it is refused, at the value.
 #pragma once
 
 struct Event {
@@ -30,4 +30,10 @@ struct Empties {
   // An empty codec on a value-returning function is a missing codec, reported at the value.
   // expected-error@+1:49 {{'Empties::settle' returns 'Receipt', so a duplicate call must be given that value back: name a codec that encodes it, for example codec = "idem::json_codec"}}
   [[idem::idempotent(key = "event.id", codec = "")]] Receipt settle(const Event& event);
+  // So is one of only spaces (not a type for Clang to complain about at the attribute).
+  // expected-error@+1:49 {{'Empties::pay' returns 'Receipt', so a duplicate call must be given that value back: name a codec that encodes it, for example codec = "idem::json_codec"}}
+  [[idem::idempotent(key = "event.id", codec = " ")]] Receipt pay(const Event& event);
+  // On a void function an empty codec is none, but one of spaces is a codec named for nothing.
+  // expected-error@+1:49 {{codec " " is pointless: 'Empties::notify' returns void and has nothing to replay}}
+  [[idem::idempotent(key = "event.id", codec = " ")]] void notify(const Event& event);
 };
