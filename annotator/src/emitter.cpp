@@ -295,7 +295,10 @@ generated_files emit(const std::vector<function_spec>& specs, const emit_options
     s.line("const bool " + p + "::registered = detail::register_policy(detail::policy_info{");
     s.line("    .function = " + p + "::function,");
     s.line("    .scope = " + p + "::scope,");
+    s.line("    .scope_explicit = " + std::string(spec.scope_is_default ? "false" : "true") + ",");
     s.line("    .options = " + p + "::options(),");
+    s.line("    .codec = " + quote(spec.codec) + ",");
+    s.line("    .result_type = " + quote(spec.facts.return_type) + ",");
     s.line("    .http_endpoint = " + p + "::http_endpoint,");
     s.line("    .file = " + p + "::file,");
     s.line("    .line = " + p + "::line,");
@@ -317,6 +320,7 @@ generated_files emit(const std::vector<function_spec>& specs, const emit_options
                     : facts.is_virtual                           ? "virtual member"
                                                                  : "member";
     entry["scope"] = spec.scope;
+    entry["scope_explicit"] = !spec.scope_is_default;
     entry["key"] = spec.key;
     entry["returns"] = facts.return_type;
     entry["codec"] = spec.codec;

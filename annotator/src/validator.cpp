@@ -9,6 +9,7 @@
 #include <idem/context.hpp>
 #include <idem/duration.hpp>
 #include <idem/identity.hpp>
+#include <idem/policy_registry.hpp>
 
 namespace idem::annotate {
 
@@ -213,17 +214,18 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
     }
   }
 
-  // scope: explicit or default; the runtime's rule either way.
-  if (const raw_argument* scope = find("scope")) {
+  // scope: explicit or default; the runtime's rule either way. An empty scope means the default,
+  // as in the original library, and does not count as naming one.
+  const raw_argument* scope = find("scope");
+  if (scope != nullptr && !scope->value.empty()) {
     spec.scope = scope->value;
     spec.scope_is_default = false;
     spec.scope_position = value_start(*scope);
     if (std::string problem = scope_problem(scope->value); !problem.empty())
-      out.push_back(error_at(scope->value.empty() ? scope->value_position : value_start(*scope),
-                             "invalid scope \"" + scope->value + "\": " + problem));
+      out.push_back(error_at(value_start(*scope), "invalid scope \"" + scope->value + "\": " + problem));
   } else {
     spec.scope = default_scope(facts);
-    spec.scope_position = attribute.position;
+    spec.scope_position = scope != nullptr ? scope->value_position : attribute.position;
     if (std::string problem = scope_problem(spec.scope); !problem.empty())
       out.push_back(error_at(attribute.position, "the default scope \"" + spec.scope + "\" of " + display_name(facts) +
                                                      " is invalid: " + problem + "; set scope = \"...\""));
@@ -249,10 +251,12 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
   }
 
   // codec: required exactly when there is a value to replay (the type itself is checked by Sema).
+  // An empty codec is none; one of only spaces names nothing either, but is not empty, so a void
+  // function refuses it like any codec, and a value-returning one is told at the value to name one.
   const raw_argument* codec = find("codec");
-  const bool codec_named = codec != nullptr && !codec->value.empty();
+  const bool codec_named = codec != nullptr && codec->value.find_first_not_of(" \t\n\r\f\v") != std::string::npos;
   if (!facts.http_endpoint) {
-    if (facts.returns_void && codec_named) {
+    if (facts.returns_void && codec != nullptr && !codec->value.empty()) {
       out.push_back(error_at(value_start(*codec), "codec \"" + codec->value + "\" is pointless: " + display_name(facts) +
                                                       " returns void and has nothing to replay"));
     } else if (!facts.returns_void && !codec_named) {
@@ -274,40 +278,43 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
   return result;
 }
 
+namespace {
+
+// How a function is named in a scope conflict: overloads by their parameter types, since their
+// qualified names are the same.
+std::string claim_name(const function_facts& facts) {
+  if (!facts.is_overloaded) return facts.qualified_name;
+  std::string out = facts.qualified_name + "(";
+  for (std::size_t i = 0; i < facts.parameters.size(); ++i) out += (i ? ", " : "") + facts.parameters[i].type;
+  return out + ")";
+}
+
+}  // namespace
+
+// The rule itself is the runtime's (idem::detail::scope_conflicts), so that a conflict within one
+// header and one across headers are judged alike; here it only gets positions.
 std::vector<diagnostic> check_scope_conflicts(const std::vector<function_spec>& specs) {
+  std::vector<std::string> names;
+  names.reserve(specs.size());
+  for (const function_spec& spec : specs) names.push_back(claim_name(spec.facts));
+  std::vector<detail::scope_claim> claims;
+  claims.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const function_spec& spec = specs[i];
+    claims.push_back(detail::scope_claim{.function = names[i],
+                                         .scope = spec.scope,
+                                         .scope_explicit = !spec.scope_is_default,
+                                         .options = spec.options,
+                                         .codec = spec.codec,
+                                         .result_type = spec.facts.return_type,
+                                         .where = {}});  // the caret and the note show where
+  }
   std::vector<diagnostic> out;
-  std::map<std::string, const function_spec*, std::less<>> first_by_scope;
-  auto show = [](const std::optional<std::chrono::milliseconds>& d) {
-    return d ? "\"" + format_duration(*d) + "\"" : std::string("the default");
-  };
-  for (const function_spec& spec : specs) {
-    auto [it, inserted] = first_by_scope.emplace(spec.scope, &spec);
-    if (inserted) continue;
-    const function_spec& first = *it->second;
-    std::vector<std::string> differences;
-    if (first.options.ttl != spec.options.ttl) differences.push_back("ttl " + show(spec.options.ttl) + " vs " + show(first.options.ttl));
-    if (first.options.lease != spec.options.lease)
-      differences.push_back("lease " + show(spec.options.lease) + " vs " + show(first.options.lease));
-    if (first.options.wait != spec.options.wait)
-      differences.push_back("waitTimeout " + show(spec.options.wait) + " vs " + show(first.options.wait));
-    if (first.options.completion != spec.options.completion) {
-      auto mode = [](const std::optional<completion_mode>& m) {
-        return m ? "\"" + std::string(to_string(*m)) + "\"" : std::string("the default");
-      };
-      differences.push_back("completion " + mode(spec.options.completion) + " vs " + mode(first.options.completion));
-    }
-    if (first.facts.return_type != spec.facts.return_type)
-      differences.push_back("return type '" + spec.facts.return_type + "' vs '" + first.facts.return_type + "'");
-    else if (first.codec != spec.codec)
-      differences.push_back("codec \"" + spec.codec + "\" vs \"" + first.codec + "\"");
-    if (differences.empty()) continue;
-    std::string joined;
-    for (const std::string& d : differences) joined += (joined.empty() ? "" : ", ") + d;
-    out.push_back(error_at(spec.scope_position, "scope \"" + spec.scope + "\" of '" + spec.facts.qualified_name +
-                                                    "' is also the scope of '" + first.facts.qualified_name +
-                                                    "' with different settings (" + joined +
-                                                    "): a duplicate of one would be answered with the record of the other"));
-    out.push_back(note_at(first.scope_position, "'" + first.facts.qualified_name + "' uses scope \"" + spec.scope + "\" here"));
+  for (const detail::scope_conflict& conflict : detail::scope_conflicts(claims)) {
+    const function_spec& earlier = specs[conflict.earlier];
+    out.push_back(error_at(specs[conflict.later].scope_position, conflict.message));
+    out.push_back(note_at(earlier.scope_position,
+                          "'" + names[conflict.earlier] + "' uses scope \"" + earlier.scope + "\" here"));
   }
   return out;
 }

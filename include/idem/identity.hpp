@@ -15,8 +15,8 @@ namespace idem {
 inline constexpr std::size_t max_scope_length = 128;
 inline constexpr std::size_t max_key_length = 255;
 
-// Returns an empty string if `scope` is a valid scope (1..128 characters, no ':'), otherwise the
-// reason it is not. Used by the runtime and by idem-annotate: one place for the rule.
+// Returns an empty string if `scope` is a valid scope (1..128 characters, not only whitespace, no
+// ':'), otherwise the reason it is not. Used by the runtime and by idem-annotate: one place for the rule.
 std::string scope_problem(std::string_view scope);
 
 // Returns an empty string if `key` is a valid key (1..255 bytes), otherwise the reason. The reason

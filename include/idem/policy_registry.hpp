@@ -6,21 +6,28 @@
 // transaction), instead of on the first call.
 #pragma once
 
+#include <cstddef>
+#include <idem/context.hpp>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
-
-#include <idem/context.hpp>
 
 namespace idem::detail {
 
 // What the engine needs to know about one annotated function. All strings must outlive the
 // program (generated code passes string literals).
 struct policy_info {
-  std::string_view function;  // qualified name, e.g. "OrderListener::on"
-  std::string_view scope;     // e.g. "OrderListener.on"
-  call_options options;       // what the attribute set; unset = engine default
+  std::string_view function{};  // qualified name, e.g. "OrderListener::on"
+  std::string_view scope{};     // e.g. "OrderListener.on"
+  // Whether the attribute named the scope (a non-empty `scope = "..."`). Only a named scope may be
+  // shared with another function; two default scopes that coincide are a configuration error.
+  bool scope_explicit = false;
+  call_options options{};          // what the attribute set; unset = engine default
+  std::string_view codec{};        // the codec type as idem-annotate spelled it; empty for void
+  std::string_view result_type{};  // the return type, fully qualified ("void" for none)
   bool http_endpoint = false;
-  std::string_view file;      // where the attribute is
+  std::string_view file{};  // where the attribute is
   unsigned line = 0;
   unsigned column = 0;
 };
@@ -32,9 +39,44 @@ bool register_policy(const policy_info& info);
 // A copy of everything registered so far.
 std::vector<policy_info> registered_policies();
 
-// Throws configuration_error if two of `policies` share a scope with different ttl, lease, wait or
-// completion: a duplicate of one would be answered with the other's record. idem-annotate reports
-// this within one header at build time; the engine's constructor runs it across the program.
+// What one function says about the record it writes: everything the rule for sharing a scope
+// looks at. idem-annotate builds these from one header's attributes, the engine from the
+// registered policies, and both ask scope_sharing_problem / scope_conflicts, so that the rule
+// exists once.
+struct scope_claim {
+  std::string_view function{};  // shown in messages, e.g. "billing::handle"
+  std::string_view scope{};
+  bool scope_explicit = false;  // the attribute named the scope
+  call_options options{};
+  std::string_view codec{};  // empty for void functions
+  std::string_view result_type{};
+  std::string_view where{};  // "file:line:column" shown after the name; empty to show none
+};
+
+// The rule for two functions with the same scope (`earlier` and `later` in the order they were
+// found). They share one record per key, so a duplicate of one is answered with the record of
+// the other; that is allowed only on purpose and only when it is harmless:
+//   - at least one of them names the scope explicitly (two default scopes that coincide, such as
+//     billing::handle and mailing::handle, or two overloads, are an accident), and
+//   - they agree on ttl, lease, waitTimeout, completion, return type and codec.
+// Returns empty when they may share, else the message (naming both functions, never a key).
+// Claims with different scopes never conflict.
+std::string scope_sharing_problem(const scope_claim& earlier, const scope_claim& later);
+
+struct scope_conflict {
+  std::size_t earlier = 0;  // indices into the claims
+  std::size_t later = 0;
+  std::string message;  // scope_sharing_problem(claims[earlier], claims[later])
+};
+
+// Every claim that may not share its scope with an earlier claim, at most one conflict per later
+// claim (with the first earlier claim it conflicts with), in order.
+std::vector<scope_conflict> scope_conflicts(std::span<const scope_claim> claims);
+
+// Throws configuration_error for the first conflict among `policies` (scope_conflicts). The same
+// function registered twice (same name and location, e.g. from two shared libraries) is one
+// function. idem-annotate reports conflicts within one header at build time; the engine's
+// constructor runs this across the program.
 void check_shared_scopes(const std::vector<policy_info>& policies);
 
 }  // namespace idem::detail

@@ -9,6 +9,7 @@ namespace idem {
 
 std::string scope_problem(std::string_view scope) {
   if (scope.empty()) return "scope must not be empty";
+  if (scope.find_first_not_of(" \t\n\r\f\v") == std::string_view::npos) return "scope must not be blank";
   if (scope.size() > max_scope_length)
     return fmt::format("scope must not exceed {} characters, got {}", max_scope_length, scope.size());
   if (scope.find(':') != std::string_view::npos)

@@ -264,17 +264,20 @@ TEST_CASE("engine: make_context fills defaults and rejects bad input", "[engine]
 
 TEST_CASE("engine: functions of different headers sharing a scope must agree on its settings", "[engine]") {
   using idem::detail::policy_info;
+  // B names A's scope on purpose (without that, coinciding scopes are refused whatever the settings).
   const policy_info a{.function = "A::on", .scope = "Startup.shared", .options = {.ttl = std::chrono::hours(1)},
-                      .file = "a.hpp", .line = 3};
+                      .file = "a.hpp", .line = 3, .column = 5};
   policy_info b = a;
   b.function = "B::on";
+  b.scope_explicit = true;
   b.file = "b.hpp";
   b.line = 7;
   CHECK_NOTHROW(idem::detail::check_shared_scopes({a, b}));  // same settings: one unit of work, two entry points
   b.options.ttl = std::chrono::hours(2);
   CHECK_THROWS_WITH(idem::detail::check_shared_scopes({a, b}), Catch::Contains("Startup.shared") &&
-                                                                  Catch::Contains("A::on (a.hpp:3)") &&
-                                                                  Catch::Contains("B::on (b.hpp:7)"));
+                                                                  Catch::Contains("'A::on' (a.hpp:3:5)") &&
+                                                                  Catch::Contains("'B::on' (b.hpp:7:5)") &&
+                                                                  Catch::Contains("ttl \"PT2H\" vs \"PT1H\""));
   b.scope = "Startup.other";
   CHECK_NOTHROW(idem::detail::check_shared_scopes({a, b}));
 }

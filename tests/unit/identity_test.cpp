@@ -22,6 +22,9 @@ TEST_CASE("identity: scope rules are enforced with configuration_error", "[ident
   CHECK_THROWS_AS(idem::identity(std::string(129, 's'), "k"), idem::configuration_error);
   CHECK_NOTHROW(idem::identity(std::string(128, 's'), "k"));
   CHECK_THROWS_WITH(idem::identity("A:b", "k"), Catch::Contains("must not contain ':'"));
+  // Like the original's isBlank: a scope of only whitespace is not a scope; inner spaces are fine.
+  CHECK_THROWS_WITH(idem::identity(" \t ", "k"), Catch::Contains("scope must not be blank"));
+  CHECK_NOTHROW(idem::identity("Orders v2", "k"));
 }
 
 TEST_CASE("identity: a bad key is refused without quoting it", "[identity]") {

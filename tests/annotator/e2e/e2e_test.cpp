@@ -135,9 +135,20 @@ TEST_CASE("generated code registers every policy for the engine's startup check"
   const auto* on = find("shop::OrderListener::on");
   REQUIRE(on != nullptr);
   CHECK(on->scope == "OrderListener.on");
+  CHECK_FALSE(on->scope_explicit);
   CHECK(on->options.wait == 0ms);
   CHECK(on->line > 0);
+  CHECK(on->codec.empty());
+  CHECK(on->result_type == "void");
+  const auto* settle = find("shop::OrderListener::settle");
+  REQUIRE(settle != nullptr);
+  CHECK(settle->codec == "idem::json_codec");
+  CHECK(settle->result_type == "shop::Receipt");
   const auto* rebuild = find("rebuild_index");
   REQUIRE(rebuild != nullptr);
+  CHECK(rebuild->scope == "rebuild_index");  // scope = "" is the default scope
+  CHECK_FALSE(rebuild->scope_explicit);
   CHECK(rebuild->options.lease == std::chrono::milliseconds(5min));
+  CHECK_FALSE(rebuild->options.ttl.has_value());
+  CHECK_FALSE(rebuild->options.completion.has_value());
 }

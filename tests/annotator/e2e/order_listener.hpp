@@ -38,4 +38,7 @@ struct Job {
 
 inline std::atomic<int> index_rebuilds{0};
 
-[[idem::idempotent(key = "job.id", lease = "PT5M")]] void rebuild_index(const Job& job);
+// Empty values are the defaults: the scope is "rebuild_index" (not named), ttl and completion the
+// engine's.
+[[idem::idempotent(key = "job.id", scope = "", ttl = "", lease = "PT5M", completion = "")]] void rebuild_index(
+    const Job& job);

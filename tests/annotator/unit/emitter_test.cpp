@@ -88,3 +88,21 @@ TEST_CASE("the source registers every policy; the manifest lists it", "[annotato
   CHECK(f["lease"] == "");
   CHECK(f["location"]["line"] == 12);
 }
+
+TEST_CASE("the registration says whether the scope was named, and the codec and result type",
+          "[annotator][emitter]") {
+  function_spec named = settle_spec();
+  named.scope = "Orders.settle";
+  named.scope_is_default = false;
+  const generated_files files = emit({settle_spec(), named}, options());
+  // The default one first, then the named one: the engine's startup check tells them apart.
+  const auto first = files.source.find(".scope_explicit = false,");
+  const auto second = files.source.find(".scope_explicit = true,");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(second != std::string::npos);
+  CHECK(first < second);
+  CHECK(contains(files.source, "    .codec = \"ReceiptCodec\",\n    .result_type = \"shop::Receipt\",\n"));
+  const auto manifest = nlohmann::json::parse(files.manifest);
+  CHECK(manifest["functions"][0]["scope_explicit"] == false);
+  CHECK(manifest["functions"][1]["scope_explicit"] == true);
+}

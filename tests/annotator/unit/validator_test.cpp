@@ -126,8 +126,9 @@ TEST_CASE("a missing key is reported on the attribute", "[annotator][validator]"
 TEST_CASE("scopes follow idem::scope_problem", "[annotator][validator]") {
   CHECK(only_error(validate(attribute({arg("key", "e"), arg("scope", "a:b")}), member())).message ==
         "invalid scope \"a:b\": scope must not contain ':' (stores compose scope and key with it)");
-  CHECK(only_error(validate(attribute({arg("key", "e"), arg("scope", "")}), member())).message ==
-        "invalid scope \"\": scope must not be empty");
+  const diagnostic blank = only_error(validate(attribute({arg("key", "e"), arg("scope", " \t")}), member()));
+  CHECK(blank.message == "invalid scope \" \t\": scope must not be blank");
+  CHECK(blank.position == source_position{"t.hpp", 1, 39});  // the first character inside the quotes
   CHECK(only_error(validate(attribute({arg("key", "e"), arg("scope", std::string(129, 'a'))}), member()))
             .message.find("scope must not exceed 128 characters, got 129") != std::string::npos);
   auto ok = validate(attribute({arg("key", "e"), arg("scope", "Orders.v2")}), member());
@@ -212,4 +213,54 @@ TEST_CASE("two functions sharing a scope must agree", "[annotator][validator]") 
         "scope \"Shared\" of 'shop::Other::on' is also the scope of 'shop::OrderListener::on' with different settings "
         "(ttl \"PT2H\" vs \"PT1H\"): a duplicate of one would be answered with the record of the other");
   CHECK(conflicts[1].level == severity::note);
+}
+
+TEST_CASE("an empty scope is the default scope and does not name one", "[annotator][validator]") {
+  auto r = validate(attribute({arg("key", "e"), arg("scope", "")}), member());
+  REQUIRE(r.ok());
+  CHECK(r.spec->scope == "OrderListener.on");
+  CHECK(r.spec->scope_is_default);
+  CHECK(r.spec->scope_position == source_position{"t.hpp", 1, 38});  // the empty literal's opening quote
+}
+
+TEST_CASE("default scopes that coincide are an error even with the same settings", "[annotator][validator]") {
+  function_facts other_facts = member();
+  other_facts.qualified_name = "billing::OrderListener::on";  // same simple class, other namespace
+  auto one = validate(attribute({arg("key", "e")}), member());
+  auto other = validate(attribute({arg("key", "e")}), other_facts);
+  auto named = validate(attribute({arg("key", "e"), arg("scope", "OrderListener.on")}), other_facts);
+  auto named_differently = validate(attribute({arg("key", "e"), arg("scope", "OrderListener.on"), arg("ttl", "PT1H")}),
+                                    other_facts);
+  REQUIRE((one.ok() && other.ok() && named.ok() && named_differently.ok()));
+
+  auto conflicts = check_scope_conflicts({*one.spec, *other.spec});
+  REQUIRE(conflicts.size() == 2);
+  CHECK(conflicts[0].level == severity::error);
+  CHECK(conflicts[0].position == source_position{"t.hpp", 1, 11});  // the later attribute
+  CHECK(conflicts[0].message ==
+        "the default scope \"OrderListener.on\" of 'billing::OrderListener::on' is also the default scope of "
+        "'shop::OrderListener::on': they would share records, so that after one runs for a key the other is skipped "
+        "for that key; set scope = \"...\" on one of them");
+  CHECK(conflicts[1].level == severity::note);
+  CHECK(conflicts[1].message == "'shop::OrderListener::on' uses scope \"OrderListener.on\" here");
+
+  CHECK(check_scope_conflicts({*one.spec, *named.spec}).empty());  // on purpose: one names the scope
+  auto different = check_scope_conflicts({*one.spec, *named_differently.spec});
+  REQUIRE(different.size() == 2);
+  CHECK(different[0].message.find("with different settings (ttl \"PT1H\" vs the default)") != std::string::npos);
+  CHECK(different[0].position == named_differently.spec->scope_position);
+}
+
+TEST_CASE("overloads in a scope conflict are named by their parameters", "[annotator][validator]") {
+  function_facts by_event = member();
+  by_event.is_overloaded = true;
+  function_facts by_id = by_event;
+  by_id.parameters = {{"long", "long", "id", {}}};
+  auto a = validate(attribute({arg("key", "event")}), by_event);
+  auto b = validate(attribute({arg("key", "id")}), by_id);
+  REQUIRE((a.ok() && b.ok()));
+  auto conflicts = check_scope_conflicts({*a.spec, *b.spec});
+  REQUIRE(conflicts.size() == 2);
+  CHECK(conflicts[0].message.find("of 'shop::OrderListener::on(long)' is also the default scope of "
+                                  "'shop::OrderListener::on(const shop::OrderPlaced&)'") != std::string::npos);
 }
