@@ -1,6 +1,8 @@
 // tests/postgres/postgres_engine_test.cpp — the engine with postgres_store and
 // postgres_transaction: business rows and idempotency records commit or roll back together.
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <thread>
 #include <idem/engine.hpp>
 #include <idem/postgres_store.hpp>
 #include <idem/postgres_transaction.hpp>
@@ -9,6 +11,7 @@
 
 #include "contract/store_contract.hpp"
 #include "postgres_test_support.hpp"
+#include "support/faulty_store.hpp"
 
 namespace {
 
@@ -157,4 +160,67 @@ TEST_CASE("engine: join-transaction without a transaction is refused before anyt
   CHECK_THROWS_AS(engine.execute(ctx, [&] { ++runs; }), idem::configuration_error);
   CHECK(runs == 0);
   CHECK(f.records(ctx.id) == "0");
+}
+
+TEST_CASE("engine: a postgres_transaction that ends inside the action: completed after a commit, released after a "
+          "rollback",
+          "[postgres][engine]") {
+  order_fixture f;
+  idem::engine engine{f.store};
+  const bool join = GENERATE(false, true);
+  INFO((join ? "join-transaction" : "autonomous"));
+  const idem::call_options options = join ? joined : idem::call_options{};
+  {
+    const std::string order = unique_key("inside-commit");
+    const auto ctx = engine.make_context("Orders.place", order, options);
+    idem::postgres_transaction tx{f.conn.get()};
+    const auto o = engine.execute(ctx, [&] {
+      f.insert_order(order);
+      tx.commit();
+    });
+    CHECK(std::holds_alternative<idem::executed<void>>(o));
+    CHECK(f.status(ctx.id) == "complete");  // not left in progress for a redelivery to run again
+    CHECK(f.orders(order) == "1");
+  }
+  {
+    const std::string order = unique_key("inside-rollback");
+    const auto ctx = engine.make_context("Orders.place", order, options);
+    idem::postgres_transaction tx{f.conn.get()};
+    (void)engine.execute(ctx, [&] {
+      f.insert_order(order);
+      tx.rollback();
+    });
+    CHECK(f.status(ctx.id) == "absent");  // released at once: a redelivery may run it
+    CHECK(f.orders(order) == "0");
+  }
+}
+
+TEST_CASE("engine: a holder paused past its lease cannot commit its business rows after another caller completed "
+          "the record",
+          "[postgres][engine]") {
+  order_fixture f;
+  std::atomic<bool> paused = false;
+  idem::test::faulty_store holder_view{f.store};
+  holder_view.before_extend = [&](const idem::identity&) { return !paused.load(); };  // no heartbeat while paused
+  idem::engine holder{holder_view};
+  const std::string order = unique_key("paused");
+  const auto ctx = holder.make_context("Orders.place", order, {.lease = 100ms});
+  {
+    idem::postgres_transaction tx{f.conn.get()};
+    CHECK(std::holds_alternative<idem::executed<void>>(holder.execute(ctx, [] {})));
+    paused = true;
+    std::this_thread::sleep_for(250ms);  // the lease expires while the holder's transaction is open
+    idem::context steal = ctx;
+    steal.wait = 0ms;
+    const auto thief = idem::contract::require_acquired(f.store.try_acquire(steal));
+    f.store.complete(ctx.id, thief, idem::contract::sample_payload("second worker"), 1h);
+    paused = false;
+    f.insert_order(order);
+    CHECK_THROWS_AS(tx.commit(), idem::lease_lost_error);
+  }
+  CHECK(f.orders(order) == "0");  // the first worker's row went with the refused commit
+  idem::context look = ctx;
+  look.wait = 0ms;
+  CHECK(idem::contract::require_duplicate(f.store.try_acquire(look)).value ==
+        idem::contract::sample_payload("second worker"));
 }

@@ -2,6 +2,7 @@
 // records with the application's own SQLite transactions.
 #include <sqlite3.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -16,6 +17,7 @@
 
 #include "contract/store_contract.hpp"
 #include "sqlite_test_support.hpp"
+#include "support/faulty_store.hpp"
 
 namespace {
 
@@ -352,4 +354,56 @@ TEST_CASE("extend_in_transaction works while the caller's transaction holds the 
     require_acquired(s.look(short_lease));  // the extension went with the rollback: stolen
     CHECK(s.orders() == 0);
   }
+}
+
+TEST_CASE("a sqlite_transaction that ends inside the action: completed after a commit, released after a rollback",
+          "[sqlite][transaction]") {
+  shop s;
+  const bool joined = GENERATE(false, true);
+  INFO((joined ? "join-transaction" : "autonomous"));
+  const std::string suffix = idem::contract::unique_key("k");
+  {
+    const auto ctx = joined ? s.join("inside-commit-" + suffix) : s.autonomous("inside-commit-" + suffix);
+    idem::sqlite_transaction tx{s.db.get()};
+    const auto o = s.engine.execute(ctx, [&] {
+      exec(s.db.get(), "INSERT INTO orders VALUES ('committed-inside')");
+      tx.commit();
+    });
+    CHECK(std::holds_alternative<idem::executed<void>>(o));
+    require_duplicate(s.look(ctx));  // not left in progress for a redelivery to run again
+    CHECK(s.orders() == 1);
+  }
+  {
+    const auto ctx = joined ? s.join("inside-rollback-" + suffix) : s.autonomous("inside-rollback-" + suffix);
+    idem::sqlite_transaction tx{s.db.get()};
+    (void)s.engine.execute(ctx, [&] {
+      exec(s.db.get(), "INSERT INTO orders VALUES ('rolled-back-inside')");
+      tx.rollback();
+    });
+    require_acquired(s.look(ctx));  // released at once: a redelivery may run it
+    CHECK(s.orders() == 1);
+  }
+}
+
+TEST_CASE("a holder paused past its lease cannot commit its business rows after another caller completed the record",
+          "[sqlite][transaction]") {
+  shop s;
+  std::atomic<bool> paused = false;
+  idem::test::faulty_store holder_view{s.store};
+  holder_view.before_extend = [&](const idem::identity&) { return !paused.load(); };  // no heartbeat while paused
+  idem::engine holder{holder_view};
+  const auto ctx = holder.make_context("Orders.place", "paused-" + idem::contract::unique_key("k"), {.lease = 100ms});
+  {
+    idem::sqlite_transaction tx{s.db.get()};
+    CHECK(std::holds_alternative<idem::executed<void>>(holder.execute(ctx, [] {})));
+    paused = true;
+    std::this_thread::sleep_for(250ms);  // the lease expires while the holder's transaction is open
+    const auto thief = require_acquired(s.observer.try_acquire(context_for(ctx.id, 0ms)));
+    s.observer.complete(ctx.id, thief, sample_payload("second worker"), 1h);
+    paused = false;
+    exec(s.db.get(), "INSERT INTO orders VALUES ('first worker')");
+    CHECK_THROWS_AS(tx.commit(), idem::lease_lost_error);
+  }
+  CHECK(s.orders() == 0);  // the first worker's rows went with the refused commit
+  CHECK(require_duplicate(s.look(ctx)).value == sample_payload("second worker"));
 }
