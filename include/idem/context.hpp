@@ -25,7 +25,7 @@ enum class completion_mode {
 
 // Parses "autonomous" / "join-transaction" (case-insensitive, '-' and '_' interchangeable).
 // Returns nullopt for anything else.
-std::optional<completion_mode> parse_completion_mode(std::string_view text) noexcept;
+[[nodiscard]] std::optional<completion_mode> parse_completion_mode(std::string_view text) noexcept;
 std::string_view to_string(completion_mode mode) noexcept;
 
 // Limits every context is checked against.

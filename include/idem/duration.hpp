@@ -31,7 +31,7 @@ struct duration_parse_result {
 };
 
 // Parses an ISO-8601 duration such as "PT30S", "PT0.5S", "P1DT12H". Never throws.
-constexpr duration_parse_result parse_duration(std::string_view text) noexcept;
+[[nodiscard]] constexpr duration_parse_result parse_duration(std::string_view text) noexcept;
 
 // Parses `text` or throws configuration_error whose message names `what` (for example
 // "default_ttl"), quotes the text, the position and the reason.

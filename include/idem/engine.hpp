@@ -87,14 +87,22 @@ class engine {
   // meanwhile fails the commit with lease_lost_error instead of committing its work twice. A
   // rollback releases the record. A transaction that ends inside the action is handled the same
   // way when the action returns: completed after a commit, released after a rollback.
+  //
+  // The value type is the action's result type (`engine.execute(ctx, action, codec)`), or the
+  // explicit T of `engine.execute<T>(ctx, action, codec)`, to which the result converts.
   template <class T, class Action, class Codec>
-    requires std::is_invocable_r_v<T, Action&> && codec_for<Codec, T>
-  outcome<T> execute(const context& ctx, Action&& action, const Codec& codec);
+    requires(!std::is_void_v<T>) && std::is_invocable_r_v<T, Action&> && codec_for<Codec, T>
+  [[nodiscard]] outcome<T> execute(const context& ctx, Action&& action, const Codec& codec);
+  template <class Action, class Codec, class T = std::remove_cvref_t<std::invoke_result_t<Action&>>>
+    requires(!std::is_void_v<T>) && codec_for<Codec, T>
+  [[nodiscard]] outcome<T> execute(const context& ctx, Action&& action, const Codec& codec) {
+    return execute<T>(ctx, std::forward<Action>(action), codec);
+  }
 
   // The same for an action that returns nothing: a payload::none() record is stored.
   template <class Action>
     requires std::is_void_v<std::invoke_result_t<Action&>>
-  outcome<void> execute(const context& ctx, Action&& action);
+  [[nodiscard]] outcome<void> execute(const context& ctx, Action&& action);
 
   // Applies the outcome mapper to an in-flight answer (by default throws in_flight_error).
   void map_in_flight(const context& ctx, const in_flight& answer) const;
@@ -131,7 +139,7 @@ class engine {
 // Implementation details follow.
 
 template <class T, class Action, class Codec>
-  requires std::is_invocable_r_v<T, Action&> && codec_for<Codec, T>
+  requires(!std::is_void_v<T>) && std::is_invocable_r_v<T, Action&> && codec_for<Codec, T>
 outcome<T> engine::execute(const context& ctx, Action&& action, const Codec& codec) {
   std::optional<T> value;
   auto ran_action = [&] { value.emplace(std::invoke(action)); };

@@ -17,11 +17,11 @@ inline constexpr std::size_t max_key_length = 255;
 
 // Returns an empty string if `scope` is a valid scope (1..128 characters, not only whitespace, no
 // ':'), otherwise the reason it is not. Used by the runtime and by idem-annotate: one place for the rule.
-std::string scope_problem(std::string_view scope);
+[[nodiscard]] std::string scope_problem(std::string_view scope);
 
 // Returns an empty string if `key` is a valid key (1..255 bytes), otherwise the reason. The reason
 // never quotes the key.
-std::string key_problem(std::string_view key);
+[[nodiscard]] std::string key_problem(std::string_view key);
 
 // The SHA-256 of `bytes` (OpenSSL's libcrypto).
 std::array<unsigned char, 32> sha256(std::string_view bytes);

@@ -74,7 +74,7 @@ class store {
 
   // Claims `ctx.id` or answers what holds it; blocks at most ctx.wait (plus one bounded round
   // trip). Precondition: ctx.validate() passed.
-  virtual acquire_result try_acquire(const context& ctx) = 0;
+  [[nodiscard]] virtual acquire_result try_acquire(const context& ctx) = 0;
 
   // In progress under `token` -> complete with `value`, replayable for `ttl` from now.
   // Throws lease_lost_error if the record is absent, complete, or held under another token.

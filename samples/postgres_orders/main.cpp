@@ -140,7 +140,7 @@ int crash_worker(const std::string& conninfo, const std::string& order_id) {
   app_connection conn{with_schema(conninfo)};
   order_consumer consumer{engine, conn};
   idem::postgres_transaction tx{conn.get()};
-  consumer.on_order({order_id, "espresso beans", 3}, 0ms);
+  (void)consumer.on_order({order_id, "espresso beans", 3}, 0ms);
   std::_Exit(3);  // no COMMIT, no destructors: the process is gone
 }
 
@@ -208,7 +208,7 @@ int run(const std::string& conninfo, const char* self) {
   std::printf("4. delivery of %s that fails after its insert (an exception before COMMIT)\n", second.id.c_str());
   try {
     idem::postgres_transaction tx{conn.get()};
-    consumer.on_order(second, 0ms);
+    (void)consumer.on_order(second, 0ms);
     throw std::runtime_error("payment service unavailable");
   } catch (const std::runtime_error& e) {
     std::printf("      failed: %s; the transaction rolled back\n", e.what());

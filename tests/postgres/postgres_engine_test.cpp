@@ -93,7 +93,7 @@ TEST_CASE("engine: join-transaction rolled back leaves neither the row nor the r
   int runs = 0;
   {
     idem::postgres_transaction tx{f.conn.get()};
-    engine.execute(ctx, [&] {
+    (void)engine.execute(ctx, [&] {
       ++runs;
       f.insert_order(order);
     });
@@ -104,7 +104,7 @@ TEST_CASE("engine: join-transaction rolled back leaves neither the row nor the r
 
   for (int delivery = 0; delivery < 2; ++delivery) {
     idem::postgres_transaction tx{f.conn.get()};
-    engine.execute(ctx, [&] {
+    (void)engine.execute(ctx, [&] {
       ++runs;
       f.insert_order(order);
     });
@@ -144,7 +144,7 @@ TEST_CASE("engine: an autonomous completion rolled back frees the key", "[postgr
   const auto ctx = engine.make_context("Orders.place", order);
   {
     idem::postgres_transaction tx{f.conn.get()};
-    engine.execute(ctx, [&] { f.insert_order(order); });
+    (void)engine.execute(ctx, [&] { f.insert_order(order); });
     tx.rollback();
   }
   CHECK(f.records(ctx.id) == "0");

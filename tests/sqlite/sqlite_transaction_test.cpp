@@ -158,7 +158,7 @@ TEST_CASE("join-transaction: the record commits and rolls back with the applicat
     const auto ctx = s.join("order-rollback-" + idem::contract::unique_key("k"));
     {
       idem::sqlite_transaction tx{s.db.get()};
-      s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('b')"); });
+      (void)s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('b')"); });
     }
     CHECK(s.orders() == 0);
     require_acquired(s.look(ctx));  // the rollback released the record
@@ -169,7 +169,7 @@ TEST_CASE("autonomous under a transaction: the record completes after the commit
   shop s;
   const auto ctx = s.autonomous("order-auto-" + idem::contract::unique_key("k"));
   idem::sqlite_transaction tx{s.db.get()};
-  s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('c')"); });
+  (void)s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('c')"); });
   require_in_flight(s.look(ctx));
   tx.commit();
   require_duplicate(s.look(ctx));
@@ -193,7 +193,7 @@ TEST_CASE("a transaction that has already written takes the claim in with it ins
   SECTION("after a read, so that a claim committed elsewhere would leave the transaction's snapshot stale") {
     idem::sqlite_transaction tx{s.db.get()};
     CHECK(query_int(s.db.get(), "SELECT count(*) FROM orders") == 0);
-    s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('h')"); });
+    (void)s.engine.execute(ctx, [&] { exec(s.db.get(), "INSERT INTO orders VALUES ('h')"); });
     tx.commit();
     require_duplicate(s.look(ctx));
     CHECK(s.orders() == 1);
@@ -202,7 +202,7 @@ TEST_CASE("a transaction that has already written takes the claim in with it ins
     {
       idem::sqlite_transaction tx{s.db.get()};
       exec(s.db.get(), "INSERT INTO orders VALUES ('f')");
-      s.engine.execute(ctx, [&] {});
+      (void)s.engine.execute(ctx, [&] {});
     }
     require_acquired(s.look(ctx));
     CHECK(s.orders() == 0);

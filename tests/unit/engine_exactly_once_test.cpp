@@ -315,3 +315,37 @@ TEST_CASE("engine/once: purge_interval is validated and read from JSON", "[engin
   CHECK(idem::config::from_json(R"({"purge_interval": "PT0S"})").purge_interval == 0ms);
   CHECK_THROWS_WITH((idem::config{.purge_interval = -1ms}.validate()), Catch::Contains("purge_interval"));
 }
+
+// The outcome's accessors --------------------------------------------------------------------------
+
+TEST_CASE("engine: execute deduces the value type, and outcome answers without unpacking the variant", "[engine]") {
+  idem::memory_store store;
+  idem::engine engine(store);
+  const auto ctx = engine.make_context("S.value", "k");
+  auto first = engine.execute(ctx, [] { return std::string("first"); }, idem::json_codec{});
+  static_assert(std::is_same_v<decltype(first), idem::outcome<std::string>>);
+  CHECK(first.ran());
+  CHECK_FALSE(first.is_replay());
+  CHECK(first.has_value());
+  CHECK(first.value() == "first");
+  auto second = engine.execute(ctx, [] { return std::string("second"); }, idem::json_codec{});
+  CHECK(second.is_replay());
+  CHECK(std::move(second).value() == "first");
+
+  // In flight: no value, the holder's remaining lease.
+  std::latch started(1), finish(1);
+  std::jthread holder([&] {
+    (void)engine.execute(engine.make_context("S.busy", "k"), [&] {
+      started.count_down();
+      finish.wait();
+      return 1;
+    }, idem::json_codec{});
+  });
+  started.wait();
+  auto busy = engine.execute(engine.make_context("S.busy", "k", {.wait = 0ms}), [] { return 2; }, idem::json_codec{});
+  CHECK(busy.is_in_flight());
+  CHECK_FALSE(busy.has_value());
+  CHECK(busy.retry_after() > 0ms);
+  CHECK_THROWS_AS(busy.value(), idem::in_flight_error);
+  finish.count_down();
+}

@@ -145,7 +145,7 @@ TEST_CASE("engine: a duplicate arriving mid-flight waits and gets the result, or
   std::latch started(1), release(1);
   std::atomic<int> runs = 0;
   std::jthread holder([&] {
-    engine.execute(engine.make_context("S.m", "k"), [&] {
+    (void)engine.execute(engine.make_context("S.m", "k"), [&] {
       ++runs;
       started.count_down();
       release.wait();
@@ -226,9 +226,9 @@ TEST_CASE("engine: a fingerprint mismatch throws with both fingerprints and fire
   idem::memory_store store;
   auto listener = std::make_shared<recording_listener>();
   idem::engine engine(store, {}, {.listeners = {listener}});
-  engine.execute(engine.make_context("S.m", "k", {}, std::string(64, 'a')), [] {});
+  (void)engine.execute(engine.make_context("S.m", "k", {}, std::string(64, 'a')), [] {});
   try {
-    engine.execute(engine.make_context("S.m", "k", {}, std::string(64, 'b')), [] {});
+    (void)engine.execute(engine.make_context("S.m", "k", {}, std::string(64, 'b')), [] {});
     FAIL("expected fingerprint_mismatch_error");
   } catch (const idem::fingerprint_mismatch_error& e) {
     CHECK(e.stored() == std::string(64, 'a'));

@@ -35,7 +35,7 @@ TEST_CASE("engine/transaction: a rollback frees the key and fires failed{rollbac
   int runs = 0;
   {
     test_transaction tx;
-    engine.execute(engine.make_context("S.m", "k"), [&] { ++runs; });
+    (void)engine.execute(engine.make_context("S.m", "k"), [&] { ++runs; });
     tx.rollback();
   }
   CHECK(listener->events() == std::vector<std::string>{"acquired", "failed:rollback"});
@@ -50,7 +50,7 @@ TEST_CASE("engine/transaction: a transaction destroyed without commit counts as 
   idem::engine engine(store, {}, {.listeners = {listener}});
   {
     test_transaction tx;
-    engine.execute(engine.make_context("S.m", "k"), [] {});
+    (void)engine.execute(engine.make_context("S.m", "k"), [] {});
   }
   CHECK(listener->events() == std::vector<std::string>{"acquired", "failed:rollback"});
 }
@@ -87,6 +87,6 @@ TEST_CASE("engine/transaction: an inactive bound transaction is no transaction",
   idem::engine engine(store, {}, {.listeners = {listener}});
   test_transaction tx;
   tx.commit();  // ended: the next call completes on its own, at once
-  engine.execute(engine.make_context("S.m", "k"), [] {});
+  (void)engine.execute(engine.make_context("S.m", "k"), [] {});
   CHECK(listener->events() == std::vector<std::string>{"acquired", "completed"});
 }

@@ -15,7 +15,7 @@ TEST_CASE("heartbeat: an action that outlives its lease is not stolen", "[engine
   std::latch started(1), finish(1);
   std::atomic<int> runs = 0;
   std::jthread holder([&] {
-    engine.execute(engine.make_context("S.m", "k", {.lease = 100ms}), [&] {
+    (void)engine.execute(engine.make_context("S.m", "k", {.lease = 100ms}), [&] {
       ++runs;
       started.count_down();
       finish.wait();
@@ -43,7 +43,7 @@ TEST_CASE("heartbeat: many holders with different leases all keep theirs", "[eng
   for (int i = 0; i < holders; ++i)
     threads.emplace_back([&, i] {
       const auto lease = std::chrono::milliseconds(60 + 20 * (i % 4));
-      engine.execute(engine.make_context("S.m", "k" + std::to_string(i), {.lease = lease}), [&] {
+      (void)engine.execute(engine.make_context("S.m", "k" + std::to_string(i), {.lease = lease}), [&] {
         started.count_down();
         finish.wait();
       });
