@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: install what is missing, then three builds, each tested by ctest.
-#   1. g++-12, every target (annotator, stores, samples, benchmarks), all tests;
+# The whole test suite, as CI runs it: install what is missing, then four builds, each tested by ctest.
+# Every build is warning-free under -Werror (IDEM_WERROR, off for everyone who is not our CI).
+#   1. g++-12 Release, every target (annotator, stores, samples, benchmarks), all tests;
 #   2. clang++-19 with AddressSanitizer + UndefinedBehaviorSanitizer: runtime, stores, fuzz targets;
 #   3. clang++-19 with ThreadSanitizer: the concurrency tests of the engine and the memory store, the
 #      SQLite store's tests (threads and processes on one file) and the Redis store's (threads
-#      pipelining on shared connections, the subscriber thread).
+#      pipelining on shared connections, the subscriber thread);
+#   4. clang++-19 Release: runtime, stores and samples, the unit and engine tests.
 # PostgreSQL and redis-server are started by ctest fixtures on 127.0.0.1 in temporary directories
 # and stopped at the end of each ctest run.
 set -euo pipefail
@@ -18,21 +20,27 @@ run_ctest() {  # dir [ctest args...]
   ctest --test-dir "$dir" --output-on-failure --timeout 300 -j "$jobs" "$@"
 }
 
-echo "== 1/3 g++-12: everything"
-cmake -S . -B build -G Ninja -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== 1/4 g++-12 Release: everything"
+cmake -S . -B build -G Ninja -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=Release -DIDEM_WERROR=ON
 cmake --build build -j "$jobs"
 run_ctest build
 
-echo "== 2/3 clang++-19: AddressSanitizer + UndefinedBehaviorSanitizer"
-cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_BUILD_TYPE=Debug \
+echo "== 2/4 clang++-19: AddressSanitizer + UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_BUILD_TYPE=Debug -DIDEM_WERROR=ON \
   -DIDEM_SANITIZE=address,undefined -DIDEM_BUILD_ANNOTATOR=OFF -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_SAMPLES=OFF
 cmake --build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest build-asan
 
-echo "== 3/3 clang++-19: ThreadSanitizer (concurrency tests)"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_BUILD_TYPE=Debug \
+echo "== 3/4 clang++-19: ThreadSanitizer (concurrency tests)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_BUILD_TYPE=Debug -DIDEM_WERROR=ON \
   -DIDEM_SANITIZE=thread -DIDEM_STORES="sqlite;redis" -DIDEM_BUILD_ANNOTATOR=OFF -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_SAMPLES=OFF
 cmake --build build-tsan -j "$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 run_ctest build-tsan -L "concurrency|sqlite"
 
-echo "== all three builds passed"
+echo "== 4/4 clang++-19 Release: runtime, stores, samples"
+cmake -S . -B build-clang-release -G Ninja -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_BUILD_TYPE=Release -DIDEM_WERROR=ON \
+  -DIDEM_BUILD_ANNOTATOR=OFF -DIDEM_BUILD_BENCH=OFF
+cmake --build build-clang-release -j "$jobs"
+run_ctest build-clang-release -L "unit|engine|memory"
+
+echo "== all four builds passed"

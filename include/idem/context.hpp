@@ -10,8 +10,6 @@
 
 namespace idem {
 
-using namespace std::chrono_literals;
-
 // How the record is completed after the action returns.
 enum class completion_mode {
   // Written on its own. Under an active transaction it waits for the commit, and a rollback
@@ -42,9 +40,9 @@ inline constexpr std::size_t max_fingerprint_length = 128;  // a SHA-256 in hex 
 // build it with designated initializers and call validate() before handing it to a store.
 struct context {
   identity id;
-  std::chrono::milliseconds ttl = 24h;
-  std::chrono::milliseconds lease = 30s;
-  std::chrono::milliseconds wait = 10s;
+  std::chrono::milliseconds ttl = std::chrono::hours(24);
+  std::chrono::milliseconds lease = std::chrono::seconds(30);
+  std::chrono::milliseconds wait = std::chrono::seconds(10);
   completion_mode completion = completion_mode::autonomous;
   std::optional<std::string> fingerprint{};
 

@@ -16,9 +16,11 @@
 // store's own connection, and a rollback releases it.
 #pragma once
 
-#include <libpq-fe.h>
-
 #include <idem/transaction.hpp>
+
+// libpq's connection type, declared the way <libpq-fe.h> declares it, so that this header does not
+// make every includer find libpq's headers.
+typedef struct pg_conn PGconn;
 
 namespace idem {
 

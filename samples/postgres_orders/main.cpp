@@ -18,6 +18,7 @@
 //      delivery runs.
 // At no point can the order exist without its record, or the record without the order: they
 // commit together or not at all.
+#include <libpq-fe.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -43,7 +43,7 @@ TEST_CASE("heartbeat: many holders with different leases all keep theirs", "[eng
   for (int i = 0; i < holders; ++i)
     threads.emplace_back([&, i] {
       const auto lease = std::chrono::milliseconds(60 + 20 * (i % 4));
-      (void)engine.execute(engine.make_context("S.m", "k" + std::to_string(i), {.lease = lease}), [&] {
+      (void)engine.execute(engine.make_context("S.m", std::string("k") + std::to_string(i), {.lease = lease}), [&] {
         started.count_down();
         finish.wait();
       });
@@ -52,7 +52,7 @@ TEST_CASE("heartbeat: many holders with different leases all keep theirs", "[eng
   std::this_thread::sleep_for(400ms);  // more than three times the longest lease
   for (int i = 0; i < holders; ++i) {
     INFO("holder " << i);
-    auto o = engine.execute(engine.make_context("S.m", "k" + std::to_string(i), {.wait = 0ms}), [] {});
+    auto o = engine.execute(engine.make_context("S.m", std::string("k") + std::to_string(i), {.wait = 0ms}), [] {});
     CHECK(std::holds_alternative<idem::in_flight>(o));
   }
   finish.count_down();
