@@ -54,10 +54,10 @@ std::string display_name(const function_facts& facts) { return "'" + facts.quali
 // The first character of a value, inside its opening quote.
 source_position value_start(const raw_argument& argument) { return argument.character(0); }
 
-// Parses one duration argument and checks its lower bound. Empty means "engine default".
+// Parses one duration argument and checks its bounds (the runtime's duration_problem). Empty
+// means "engine default".
 std::optional<std::chrono::milliseconds> check_duration(const raw_argument& argument, std::string_view what,
-                                                        std::chrono::milliseconds minimum, std::string_view why,
-                                                        std::vector<diagnostic>& out) {
+                                                        duration_field field, std::vector<diagnostic>& out) {
   if (argument.value.empty()) return std::nullopt;
   const duration_parse_result parsed = parse_duration(argument.value);
   if (!parsed.ok()) {
@@ -65,9 +65,9 @@ std::optional<std::chrono::milliseconds> check_duration(const raw_argument& argu
                            "invalid " + std::string(what) + " \"" + argument.value + "\": " + std::string(parsed.message)));
     return std::nullopt;
   }
-  if (parsed.value < minimum) {
+  if (std::string problem = duration_problem(field, parsed.value); !problem.empty()) {
     out.push_back(error_at(value_start(argument), std::string(what) + " \"" + argument.value + "\" is too short: " +
-                                                      std::string(why)));
+                                                      problem));
     return std::nullopt;
   }
   return parsed.value;
@@ -233,13 +233,12 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
 
   // Durations: one parser for the generator and the runtime, and the runtime's lower bounds.
   if (const raw_argument* ttl = find("ttl"))
-    spec.options.ttl = check_duration(*ttl, "ttl", min_ttl, "a result must stay replayable for at least 1 ms", out);
+    spec.options.ttl = check_duration(*ttl, "ttl", duration_field::ttl, out);
   if (const raw_argument* lease = find("lease"))
-    spec.options.lease = check_duration(*lease, "lease", min_lease,
-                                        "it must be at least 2 ms because the heartbeat renews it every lease/2", out);
+    spec.options.lease = check_duration(*lease, "lease", duration_field::lease, out);
   if (const raw_argument* wait = find("waitTimeout"))
     // The grammar has no sign, so every parsed wait is >= 0 (PT0S = look once, never block).
-    spec.options.wait = check_duration(*wait, "waitTimeout", std::chrono::milliseconds{0}, "it must not be negative", out);
+    spec.options.wait = check_duration(*wait, "waitTimeout", duration_field::wait, out);
 
   // completion: the runtime's parser.
   if (const raw_argument* completion = find("completion"); completion && !completion->value.empty()) {

@@ -29,6 +29,19 @@ std::string_view to_string(completion_mode mode) noexcept;
 // Limits every context is checked against.
 inline constexpr std::chrono::milliseconds min_ttl{1};
 inline constexpr std::chrono::milliseconds min_lease{2};  // the heartbeat runs at lease/2
+
+// The durations idem bounds, for duration_problem.
+enum class duration_field {
+  ttl,       // >= 1 ms: how long a result stays replayable
+  lease,     // >= 2 ms: the heartbeat renews it every lease/2
+  wait,      // >= 0: how long a duplicate blocks
+  interval,  // >= 0: how often a periodic task runs; zero turns it off
+};
+
+// Empty if `value` is within the bounds of `field`, otherwise the rule it breaks, as a clause
+// such as "a result must stay replayable for at least 1 ms". Used by contexts, the configuration,
+// the engine's startup checks and idem-annotate: one place for the bounds and their wording.
+[[nodiscard]] std::string duration_problem(duration_field field, std::chrono::milliseconds value);
 inline constexpr std::size_t min_fingerprint_length = 16;
 inline constexpr std::size_t max_fingerprint_length = 128;  // a SHA-256 in hex is 64
 

@@ -16,22 +16,20 @@ std::string_view to_string(completion_failure_policy policy) noexcept {
 }
 
 void config::validate() const {
-  if (default_ttl < min_ttl)
-    throw configuration_error(fmt::format("config default_ttl must be at least 1 ms, got {}; the replay window needs a "
-                                          "positive length, for example \"PT24H\"",
-                                          format_duration(default_ttl)));
-  if (default_lease < min_lease)
-    throw configuration_error(fmt::format("config default_lease must be at least 2 ms (the heartbeat runs at half the "
-                                          "lease), got {}; for example \"PT30S\"",
-                                          format_duration(default_lease)));
-  if (default_wait < std::chrono::milliseconds::zero())
-    throw configuration_error(fmt::format("config default_wait must not be negative, got {}; use \"PT0S\" for callers "
-                                          "that must not block",
-                                          format_duration(default_wait)));
-  if (purge_interval < std::chrono::milliseconds::zero())
-    throw configuration_error(fmt::format("config purge_interval must not be negative, got {}; use \"PT0S\" to turn "
-                                          "the scheduled purge off",
-                                          format_duration(purge_interval)));
+  struct bound {
+    std::string_view name;
+    duration_field field;
+    std::chrono::milliseconds value;
+    std::string_view example;
+  };
+  const bound bounds[] = {{"default_ttl", duration_field::ttl, default_ttl, "PT24H"},
+                          {"default_lease", duration_field::lease, default_lease, "PT30S"},
+                          {"default_wait", duration_field::wait, default_wait, "PT10S"},
+                          {"purge_interval", duration_field::interval, purge_interval, "PT1H"}};
+  for (const bound& b : bounds)
+    if (std::string problem = duration_problem(b.field, b.value); !problem.empty())
+      throw configuration_error(fmt::format("config {} is {}: {}; for example \"{}\"", b.name,
+                                            format_duration(b.value), problem, b.example));
 }
 
 namespace {

@@ -1,8 +1,12 @@
 // runtime/core/engine.cpp — idem::engine: claim, run, complete or release, and the three
 // completion paths (alone, after the caller's commit, inside the caller's transaction).
+#include <idem/duration.hpp>
 #include <idem/engine.hpp>
 #include <idem/policy_registry.hpp>
 #include <idem/transaction.hpp>
+
+#include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -83,12 +87,13 @@ void engine::check_policy(const detail::policy_info& policy) const {
   if (std::string problem = scope_problem(policy.scope); !problem.empty())
     throw configuration_error(fmt::format("invalid scope '{}' on {}: {}", policy.scope, where, problem));
   const call_options& o = policy.options;
-  if (o.ttl && *o.ttl < min_ttl)
-    throw configuration_error(fmt::format("ttl on {} must be at least 1 ms", where));
-  if (o.lease && *o.lease < min_lease)
-    throw configuration_error(fmt::format("lease on {} must be at least 2 ms", where));
-  if (o.wait && *o.wait < std::chrono::milliseconds::zero())
-    throw configuration_error(fmt::format("waitTimeout on {} must not be negative", where));
+  const std::tuple<std::string_view, duration_field, std::optional<std::chrono::milliseconds>> durations[] = {
+      {"ttl", duration_field::ttl, o.ttl}, {"lease", duration_field::lease, o.lease},
+      {"waitTimeout", duration_field::wait, o.wait}};
+  for (const auto& [name, field, value] : durations)
+    if (value)
+      if (std::string problem = duration_problem(field, *value); !problem.empty())
+        throw configuration_error(fmt::format("{} on {} is {}: {}", name, where, format_duration(*value), problem));
   const completion_mode mode = o.completion.value_or(config_.default_completion);
   if (mode == completion_mode::join_transaction && !store_.supports_transactional_completion())
     throw configuration_error(fmt::format(
