@@ -29,6 +29,11 @@ class lease_token {
   // 32 lowercase hex characters.
   std::string to_string() const;
 
+  // The 16 bytes of the token, big-endian (high word first): how binary columns store it.
+  std::array<unsigned char, 16> to_bytes() const noexcept;
+  // The token whose to_bytes() is `bytes`; nullopt unless `bytes` has exactly 16 bytes.
+  static std::optional<lease_token> from_bytes(std::string_view bytes) noexcept;
+
   constexpr std::uint64_t high() const noexcept { return high_; }
   constexpr std::uint64_t low() const noexcept { return low_; }
 

@@ -37,13 +37,29 @@ std::optional<lease_token> lease_token::parse(std::string_view hex) noexcept {
   return lease_token(parts[0], parts[1]);
 }
 
-std::string lease_token::to_string() const {
-  unsigned char bytes[16];
-  for (int i = 0; i < 8; ++i) {
-    bytes[i] = static_cast<unsigned char>(high_ >> (56 - 8 * i));
-    bytes[8 + i] = static_cast<unsigned char>(low_ >> (56 - 8 * i));
+std::array<unsigned char, 16> lease_token::to_bytes() const noexcept {
+  std::array<unsigned char, 16> out{};
+  for (std::size_t i = 0; i < 8; ++i) {
+    out[i] = static_cast<unsigned char>(high_ >> (56 - 8 * i));
+    out[8 + i] = static_cast<unsigned char>(low_ >> (56 - 8 * i));
   }
-  return to_hex(bytes, sizeof bytes);
+  return out;
+}
+
+std::optional<lease_token> lease_token::from_bytes(std::string_view bytes) noexcept {
+  if (bytes.size() != 16) return std::nullopt;
+  std::uint64_t high = 0;
+  std::uint64_t low = 0;
+  for (std::size_t i = 0; i < 8; ++i) {
+    high = (high << 8) | static_cast<unsigned char>(bytes[i]);
+    low = (low << 8) | static_cast<unsigned char>(bytes[8 + i]);
+  }
+  return lease_token(high, low);
+}
+
+std::string lease_token::to_string() const {
+  const std::array<unsigned char, 16> bytes = to_bytes();
+  return to_hex(bytes.data(), bytes.size());
 }
 
 }  // namespace idem

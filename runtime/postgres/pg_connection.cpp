@@ -254,12 +254,8 @@ param_list& param_list::int8(std::int64_t value) {
 }
 
 param_list& param_list::uuid(const lease_token& token) {
-  std::string be(16, '\0');
-  for (int i = 0; i < 8; ++i) {
-    be[static_cast<std::size_t>(i)] = static_cast<char>((token.high() >> (56 - 8 * i)) & 0xff);
-    be[static_cast<std::size_t>(i + 8)] = static_cast<char>((token.low() >> (56 - 8 * i)) & 0xff);
-  }
-  return bytes(be);
+  const std::array<unsigned char, 16> be = token.to_bytes();  // a uuid's binary form is its 16 bytes
+  return bytes(be.data(), be.size());
 }
 
 param_list& param_list::null() {

@@ -14,7 +14,7 @@
 #include <optional>
 #include <utility>
 
-#include "attributes_codec.hpp"
+#include <idem/detail/attributes_codec.hpp>
 #include "connection_pool.hpp"
 #include "notification_listener.hpp"
 #include "pg_connection.hpp"
@@ -213,7 +213,13 @@ struct postgres_store::impl {
       a.what = claim_answer::kind::duplicate;
       a.value.type = get_bytes(r.get(), 0, 3);
       a.value.body = get_bytes(r.get(), 0, 4);
-      if (!is_null(r.get(), 0, 5)) a.value.attributes = decode_attributes(get_bytes(r.get(), 0, 5), ctx.id.to_string());
+      if (!is_null(r.get(), 0, 5)) {
+        std::optional<detail::attribute_map> attributes = detail::decode_attributes(get_bytes(r.get(), 0, 5));
+        if (!attributes)
+          throw corrupt_record_error(
+              fmt::format("postgres_store: the payload attributes of {} are malformed", ctx.id.to_string()));
+        a.value.attributes = std::move(*attributes);
+      }
       a.completed_at =
           std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
               std::chrono::microseconds(get_int8(r.get(), 0, 6))));
@@ -296,7 +302,7 @@ struct postgres_store::impl {
         .uuid(token)
         .text(value.type)
         .bytes(value.body)
-        .bytes(encode_attributes(value.attributes))
+        .bytes(detail::encode_attributes(value.attributes))
         .int8(to_ms(ttl))
         .text(record_key(id, d));
     return p;

@@ -42,7 +42,8 @@ std::optional<attribute_map> decode_attributes(std::string_view bytes) {
     if (!name) return std::nullopt;
     auto value = read_field(bytes, pos);
     if (!value) return std::nullopt;
-    out.emplace(std::string(*name), std::string(*value));
+    // A repeated name is damage, as in the binary codec of the SQL stores.
+    if (!out.emplace(std::string(*name), std::string(*value)).second) return std::nullopt;
   }
   return out;
 }

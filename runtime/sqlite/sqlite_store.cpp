@@ -27,7 +27,7 @@
 #include <utility>
 #include <variant>
 
-#include "record_format.hpp"
+#include <idem/detail/attributes_codec.hpp>
 #include "record_waiters.hpp"
 #include "sqlite_connection.hpp"
 
@@ -116,7 +116,7 @@ std::optional<stored_record> read_record(bound_statement& s, const record_key& k
     r.value.attributes = std::move(*attributes);
     r.completed_at = s.is_null(8) ? 0 : s.integer(8);
   } else if (r.state == state_in_progress) {
-    std::optional<lease_token> token = detail::token_from_bytes(s.bytes(1));
+    std::optional<lease_token> token = lease_token::from_bytes(s.bytes(1));
     if (!token || s.is_null(2))
       throw corrupt_record_error(describe("read", id) + ": a record in progress has no valid lease");
     r.token = *token;
@@ -162,7 +162,7 @@ std::string lost_reason(const sqlite_connection* c, sqlite3* db, std::string_vie
   if (!s.step("inspect the record"))
     return "no record exists (it was released, purged or never acquired), so the lease is lost";
   if (s.integer(0) == state_complete) return "the record is already complete; its lease has ended";
-  std::optional<lease_token> holder = detail::token_from_bytes(s.bytes(1));
+  std::optional<lease_token> holder = lease_token::from_bytes(s.bytes(1));
   if (holder && *holder == token) return "the record is not in progress under this lease";
   return "the lease no longer owns the record: it expired and another caller took the record over";
 }
@@ -170,7 +170,7 @@ std::string lost_reason(const sqlite_connection* c, sqlite3* db, std::string_vie
 // Binds and runs the completing UPDATE; returns the number of rows changed.
 int run_complete(bound_statement& s, const record_key& key, const lease_token& token, const payload& value,
                  milliseconds ttl, std::int64_t now) {
-  const auto token_blob = detail::token_bytes(token);
+  const auto token_blob = token.to_bytes();
   const std::string attributes = detail::encode_attributes(value.attributes);
   key.bind(s);
   s.blob(3, token_blob.data(), token_blob.size());
@@ -186,7 +186,7 @@ int run_complete(bound_statement& s, const record_key& key, const lease_token& t
 // Binds and runs the claiming upsert; returns the number of rows changed (1 = claimed).
 int run_claim(bound_statement& s, const record_key& key, const context& ctx, const lease_token& token,
               std::int64_t now) {
-  const auto token_blob = detail::token_bytes(token);
+  const auto token_blob = token.to_bytes();
   key.bind(s);
   s.blob(3, token_blob.data(), token_blob.size());
   s.integer(4, saturating_add(now, ctx.lease));
@@ -471,7 +471,7 @@ void sqlite_store::release(const identity& id, const lease_token& token) {
     write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(s.options.busy_timeout),
                          "begin the release");
     if (!tx.locked()) s.unavailable("release", &id, "the database stayed locked by another writer for busy_timeout");
-    const auto token_blob = detail::token_bytes(token);
+    const auto token_blob = token.to_bytes();
     int changed = 0;
     {
       bound_statement del(tx.connection(), statement::release);
@@ -503,7 +503,7 @@ bool sqlite_store::extend(const identity& id, const lease_token& token, millisec
     write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(budget), "begin the extension");
     if (!tx.locked())
       s.unavailable("extend", &id, "the database stayed locked by another writer for a quarter of the lease");
-    const auto token_blob = detail::token_bytes(token);
+    const auto token_blob = token.to_bytes();
     bool extended = false;
     {
       bound_statement up(tx.connection(), statement::extend);
@@ -615,7 +615,7 @@ bool sqlite_store::extend_in_transaction(const identity& id, const lease_token& 
     // write lock, so nobody can take the record over before the transaction ends.
     sqlite3* db = own.connection();
     bound_statement up(db, statement::extend, s.options.table, "prepare the extension");
-    const auto token_blob = detail::token_bytes(token);
+    const auto token_blob = token.to_bytes();
     key.bind(up);
     up.blob(3, token_blob.data(), token_blob.size());
     up.integer(4, saturating_add(clock_ms(), lease));

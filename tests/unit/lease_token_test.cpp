@@ -19,3 +19,16 @@ TEST_CASE("lease token: fresh tokens differ and round-trip through hex", "[lease
   CHECK_FALSE(idem::lease_token::parse(std::string(32, 'G')).has_value());
   CHECK(idem::lease_token(1, 2).to_string() == "00000000000000010000000000000002");
 }
+
+TEST_CASE("lease_token: 16 big-endian bytes and back, the form binary columns store", "[lease_token]") {
+  const idem::lease_token token(0x0102030405060708ULL, 0x090a0b0c0d0e0f10ULL);
+  const auto bytes = token.to_bytes();
+  CHECK(bytes[0] == 0x01);
+  CHECK(bytes[7] == 0x08);
+  CHECK(bytes[8] == 0x09);
+  CHECK(bytes[15] == 0x10);
+  const std::string_view view(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  CHECK(idem::lease_token::from_bytes(view) == token);
+  CHECK_FALSE(idem::lease_token::from_bytes(view.substr(0, 15)));
+  CHECK_FALSE(idem::lease_token::from_bytes(std::string(17, 'x')));
+}

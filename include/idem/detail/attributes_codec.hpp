@@ -1,0 +1,24 @@
+// idem/detail/attributes_codec.hpp — payload attributes as bytes, for the stores that keep them in
+// one binary column (SQLite, PostgreSQL): every pair as <4-byte big-endian name length><name>
+// <4-byte big-endian value length><value>, in ascending name order. Byte-exact for any name and
+// value, NULs included. The Redis store's text record keeps its own notation under the same rules.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem::detail {
+
+using attribute_map = std::map<std::string, std::string, std::less<>>;
+
+// Throws std::length_error if a name or a value is 4 GiB or longer (its length would not fit).
+std::string encode_attributes(const attribute_map& attributes);
+
+// The attributes `bytes` encodes; nullopt if it is truncated, has bytes left over, or repeats a
+// name (an encoder never writes either, so the bytes were damaged or written by someone else).
+std::optional<attribute_map> decode_attributes(std::string_view bytes);
+
+}  // namespace idem::detail
