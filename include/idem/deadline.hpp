@@ -42,6 +42,16 @@ constexpr std::int64_t saturating_add(std::int64_t from_ms, std::chrono::millise
   return from_ms + add;
 }
 
+// What is left of a lease that ends at `until`, seen at `now`: rounded up to whole milliseconds (a
+// caller told to retry after it finds the lease over), never negative. The one rule for every
+// store's in_flight::retry_after.
+template <class Clock, class ClockDuration>
+constexpr std::chrono::milliseconds remaining_lease(std::chrono::time_point<Clock, ClockDuration> until,
+                                                    std::chrono::time_point<Clock, ClockDuration> now) noexcept {
+  if (until <= now) return std::chrono::milliseconds::zero();
+  return std::chrono::ceil<std::chrono::milliseconds>(until - now);
+}
+
 // The steady-clock deadline `d` from now, saturated.
 inline std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds d) noexcept {
   return saturating_add(std::chrono::steady_clock::now(), d);

@@ -36,11 +36,6 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-// The holder's remaining lease at `now`, rounded up to whole milliseconds, never negative.
-std::chrono::milliseconds remaining(steady::time_point lease_expires, steady::time_point now) noexcept {
-  if (lease_expires <= now) return std::chrono::milliseconds::zero();
-  return std::chrono::ceil<std::chrono::milliseconds>(lease_expires - now);
-}
 
 // The composite key `scope ':' key`, built without allocating for keys within the identity limits.
 // Not copyable: view() points into the object itself.
@@ -226,7 +221,7 @@ acquire_result memory_store::try_acquire(const context& ctx) {
       record.acquire(ctx, token, now);
       return acquired{token};
     }
-    if (now >= deadline) return in_flight{remaining(record.lease_expires, now)};
+    if (now >= deadline) return in_flight{remaining_lease(record.lease_expires, now)};
 
     // Sleep until the holder completes or releases (notified), its lease expires, or our
     // deadline passes; then look again. `record` may be gone by then: it is found afresh.

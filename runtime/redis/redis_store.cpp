@@ -89,10 +89,6 @@ std::string glob_escape(std::string_view text) {
   return out;
 }
 
-milliseconds remaining_until(steady::time_point until, steady::time_point now) {
-  if (until <= now) return milliseconds{0};
-  return std::chrono::duration_cast<milliseconds>(until - now);
-}
 
 }  // namespace
 
@@ -453,7 +449,7 @@ acquire_result redis_store::try_acquire(const context& ctx) {
       if (!look.busy) return std::move(look.answer);
     }
     steady::time_point now = steady::now();
-    if (now >= deadline) return in_flight{remaining_until(look.lease_until, now)};
+    if (now >= deadline) return in_flight{remaining_lease(look.lease_until, now)};
     steady::time_point wake_at = std::min(deadline, saturating_add(look.lease_until, milliseconds{1}));
     if (!seen.confirmed) wake_at = std::min(wake_at, saturating_add(now, d.options.fallback_recheck));
     // Waiting on the event from here when the look followed a confirmed subscription: every
@@ -461,7 +457,7 @@ acquire_result redis_store::try_acquire(const context& ctx) {
     if (seen.confirmed && look_again) counted.begin();
     watch.wait(seen, wake_at);
     now = steady::now();
-    if (now >= deadline) return in_flight{remaining_until(look.lease_until, now)};
+    if (now >= deadline) return in_flight{remaining_lease(look.lease_until, now)};
     const rd::subscriber::snapshot previous = seen;
     seen = watch.state();
     // A message is only delivered once published after a subscription existed; if it is the
