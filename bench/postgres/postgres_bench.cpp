@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
 
       // First call: claim + complete, each on a key never used before.
       std::atomic<std::uint64_t> sequence{0};
-      const auto trips0 = store.stats().round_trips;
+      const auto trips0 = store.statistics().round_trips;
       std::atomic<std::uint64_t> store_ops{0};
       const auto [store_first, raw_first] = compare(
           threads, seconds, rounds,
@@ -347,7 +347,7 @@ int main(int argc, char** argv) {
             raw[static_cast<std::size_t>(t)]->complete("Bench.first", key, token, value.body);
           });
       const double trips_first =
-          static_cast<double>(store.stats().round_trips - trips0) / static_cast<double>(store_ops.load());
+          static_cast<double>(store.statistics().round_trips - trips0) / static_cast<double>(store_ops.load());
       print_row("first call (claim+complete)", threads, store_first, raw_first, trips_first);
 
       // Replay: claim of a complete record, over a set of keys completed beforehand.
@@ -357,7 +357,7 @@ int main(int argc, char** argv) {
         if (auto r = store.try_acquire(ctx); std::holds_alternative<idem::acquired>(r))
           store.complete(ctx.id, std::get<idem::acquired>(r).token, value, 1h);
       }
-      const auto trips1 = store.stats().round_trips;
+      const auto trips1 = store.statistics().round_trips;
       store_ops = 0;
       const auto [store_replay, raw_replay] = compare(
           threads, seconds, rounds,
@@ -374,7 +374,7 @@ int main(int argc, char** argv) {
               throw std::runtime_error("raw claim did not replay");
           });
       const double trips_replay =
-          static_cast<double>(store.stats().round_trips - trips1) / static_cast<double>(store_ops.load());
+          static_cast<double>(store.statistics().round_trips - trips1) / static_cast<double>(store_ops.load());
       print_row("replay (claim)", threads, store_replay, raw_replay, trips_replay);
     }
 

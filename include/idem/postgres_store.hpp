@@ -55,6 +55,13 @@ struct postgres_store_options {
   log_sink log = stderr_log_sink;
 };
 
+// What postgres_store::statistics() counts since the store was constructed.
+struct postgres_store_statistics {
+  std::uint64_t round_trips = 0;         // statements sent to the server (prepares included)
+  std::uint64_t connections_opened = 0;  // pool connections opened (replacements included)
+  std::uint64_t listener_connects = 0;   // successful LISTEN connections
+};
+
 // idem::postgres_store
 //
 // Thread-safe. Not copyable or movable. The database may be down when the store is built: every
@@ -118,12 +125,7 @@ class postgres_store final : public store {
   static std::string_view schema_sql() noexcept;
 
   // Counters since construction, for tests, metrics and benchmarks.
-  struct statistics {
-    std::uint64_t round_trips = 0;         // statements sent to the server (prepares included)
-    std::uint64_t connections_opened = 0;  // pool connections opened (replacements included)
-    std::uint64_t listener_connects = 0;   // successful LISTEN connections
-  };
-  statistics stats() const noexcept;
+  postgres_store_statistics statistics() const noexcept;
 
   // The server process id of the LISTEN connection, or 0 while it is down. For tests.
   int listener_backend_pid() const noexcept;

@@ -544,7 +544,7 @@ std::string_view postgres_store::schema_sql() noexcept {
   return schema_text;
 }
 
-postgres_store::statistics postgres_store::stats() const noexcept {
+postgres_store_statistics postgres_store::statistics() const noexcept {
   return {impl_->round_trips.load(std::memory_order_relaxed), impl_->connections_opened.load(std::memory_order_relaxed),
           impl_->listener_connects.load(std::memory_order_relaxed)};
 }

@@ -155,7 +155,7 @@ TEST_CASE("failure: pooled connections the server killed are replaced", "[postgr
   idem::postgres_store store{o};
   const auto first = new_id("Killed.pool");
   store.complete(first, require_acquired(store.try_acquire(make_ctx(first))), sample_payload(), 1h);
-  const auto opened = store.stats().connections_opened;
+  const auto opened = store.statistics().connections_opened;
   REQUIRE(opened >= 1);
 
   raw_connection conn;
@@ -170,7 +170,7 @@ TEST_CASE("failure: pooled connections the server killed are replaced", "[postgr
   const auto token = require_acquired(store.try_acquire(make_ctx(second)));
   store.complete(second, token, sample_payload(), 1h);
   CHECK(require_duplicate(store.try_acquire(make_ctx(first))).value == sample_payload());
-  CHECK(store.stats().connections_opened > opened);
+  CHECK(store.statistics().connections_opened > opened);
 }
 
 TEST_CASE("failure: a killed LISTEN connection comes back and waiters are woken again", "[postgres][failure][notify]") {
@@ -184,7 +184,7 @@ TEST_CASE("failure: a killed LISTEN connection comes back and waiters are woken 
   raw_connection conn;
   conn.query("SELECT pg_terminate_backend($1::int)", {std::to_string(killed)});
   REQUIRE(eventually([&] { return store.listener_backend_pid() != 0 && store.listener_backend_pid() != killed; }, 10s));
-  CHECK(store.stats().listener_connects >= 2);
+  CHECK(store.statistics().listener_connects >= 2);
 
   const auto id = new_id("Killed.listener");
   const auto token = require_acquired(store.try_acquire(make_ctx(id)));
@@ -213,7 +213,7 @@ TEST_CASE("failure: while the LISTEN connection cannot come back, waiters are an
   conn.query("ALTER ROLE " + role.name() + " NOLOGIN");
   conn.query("SELECT pg_terminate_backend($1::int)", {std::to_string(store.listener_backend_pid())});
   REQUIRE(eventually([&] { return store.listener_backend_pid() == 0; }, 10s));
-  const auto connects = store.stats().listener_connects;
+  const auto connects = store.statistics().listener_connects;
 
   const auto id = new_id("Fallback.recheck");
   const auto token = require_acquired(store.try_acquire(make_ctx(id)));
@@ -222,7 +222,7 @@ TEST_CASE("failure: while the LISTEN connection cannot come back, waiters are an
   store.complete(id, token, sample_payload(), 1h);
   REQUIRE(waiter.finished_within(3s));
   CHECK(require_duplicate(waiter.result()).value == sample_payload());
-  CHECK(store.stats().listener_connects == connects);  // no notification could have done it
+  CHECK(store.statistics().listener_connects == connects);  // no notification could have done it
 
   // Once logging in works again, the listener is back by itself.
   conn.query("ALTER ROLE " + role.name() + " LOGIN");

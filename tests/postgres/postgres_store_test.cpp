@@ -119,17 +119,17 @@ TEST_CASE("store: one round trip claims or replays, one completes", "[postgres][
   require_duplicate(store.try_acquire(make_ctx(warm)));
 
   const auto id = new_id("RoundTrips.count");
-  auto before = store.stats().round_trips;
+  auto before = store.statistics().round_trips;
   const auto token = require_acquired(store.try_acquire(make_ctx(id)));
-  CHECK(store.stats().round_trips - before == 1);
+  CHECK(store.statistics().round_trips - before == 1);
 
-  before = store.stats().round_trips;
+  before = store.statistics().round_trips;
   store.complete(id, token, sample_payload(), 1h);
-  CHECK(store.stats().round_trips - before == 1);
+  CHECK(store.statistics().round_trips - before == 1);
 
-  before = store.stats().round_trips;
+  before = store.statistics().round_trips;
   require_duplicate(store.try_acquire(make_ctx(id)));
-  CHECK(store.stats().round_trips - before == 1);
+  CHECK(store.statistics().round_trips - before == 1);
 }
 
 TEST_CASE("store: a waiter is woken by the notification long before any poll or lease", "[postgres][notify]") {
