@@ -1,3 +1,4 @@
+// runtime/core/codec.cpp — the codecs idem ships (string, JSON) and decoding errors.
 #include <idem/codec.hpp>
 #include <idem/errors.hpp>
 

@@ -1,3 +1,4 @@
+// runtime/core/duration.cpp — formatting durations, and the throwing form of the parser.
 #include <idem/duration.hpp>
 #include <idem/errors.hpp>
 

@@ -1,3 +1,4 @@
+// runtime/core/errors.cpp — the messages of the error types that carry data.
 #include <idem/errors.hpp>
 
 #include <fmt/chrono.h>

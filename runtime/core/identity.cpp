@@ -1,3 +1,4 @@
+// runtime/core/identity.cpp — scope and key rules, SHA-256, and how a record is rendered.
 #include <idem/errors.hpp>
 #include <idem/identity.hpp>
 

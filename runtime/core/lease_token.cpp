@@ -1,3 +1,4 @@
+// runtime/core/lease_token.cpp — random lease tokens and their hex and byte forms.
 #include <idem/lease_token.hpp>
 
 #include <random>

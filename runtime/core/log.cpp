@@ -1,3 +1,4 @@
+// runtime/core/log.cpp — log levels, the default stderr sink and listener phase names.
 #include <idem/listener.hpp>
 #include <idem/log.hpp>
 

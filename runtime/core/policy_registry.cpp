@@ -1,3 +1,4 @@
+// runtime/core/policy_registry.cpp — the process-wide list of annotated functions and the scope-sharing rule.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
