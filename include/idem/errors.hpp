@@ -8,6 +8,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace idem {
 
@@ -34,10 +35,21 @@ class invalid_key_error : public error {
   using error::error;
 };
 
-// Base of failures raised by a store.
+// Base of failures raised by a store. Besides the message it carries what failed as data: the
+// operation ("try_acquire", "complete", "release", "extend", "purge_expired", ...) and the record
+// as identity::to_string() renders it ("Scope/#xxxxxxxx", never the key). Either is empty when
+// the failure concerns no operation or no single record (opening the store, for example).
 class store_error : public error {
  public:
-  using error::error;
+  explicit store_error(const std::string& message, std::string operation = {}, std::string record = {})
+      : error(message), operation_(std::move(operation)), record_(std::move(record)) {}
+
+  const std::string& operation() const noexcept { return operation_; }
+  const std::string& record() const noexcept { return record_; }
+
+ private:
+  std::string operation_;
+  std::string record_;
 };
 
 // A mutation (complete, release) by a holder whose lease no longer owns the record: it expired

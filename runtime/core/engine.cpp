@@ -278,7 +278,8 @@ class engine::transaction_call {
     lost = true;
     throw lease_lost_error(fmt::format("cannot commit the transaction: the lease on {} expired and another caller took "
                                        "the record over, so its work would be done twice",
-                                       ctx.id.to_string()));
+                                       ctx.id.to_string()),
+                           "commit", ctx.id.to_string());
   }
 
   void committed() noexcept {

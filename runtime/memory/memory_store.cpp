@@ -93,10 +93,11 @@ struct key_equal {
 enum class lease_lost_reason { absent, complete, other_token };
 
 [[noreturn]] void throw_lease_lost(std::string_view operation, const identity& id, lease_lost_reason reason) {
+  const std::string record = id.to_string();
   std::string message = "cannot ";
   message += operation;
   message += ' ';
-  message += id.to_string();
+  message += record;
   switch (reason) {
     case lease_lost_reason::absent:
       message += ": no record exists (it was released, purged or never acquired)";
@@ -108,7 +109,7 @@ enum class lease_lost_reason { absent, complete, other_token };
       message += ": the lease no longer owns the record (it expired and was taken over)";
       break;
   }
-  throw lease_lost_error(message);
+  throw lease_lost_error(message, std::string(operation), record);
 }
 
 }  // namespace

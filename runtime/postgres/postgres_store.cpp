@@ -51,7 +51,8 @@ std::int64_t to_ms(milliseconds d) {
     hint = "; the idem schema is missing: call postgres_store::create_schema() or run schema.sql";
   const std::string subject = record.empty() ? std::string() : " " + record;
   throw store_unavailable_error(
-      fmt::format("postgres_store: cannot {}{}: {}{}{}", operation, subject, e.what(), hint, note));
+      fmt::format("postgres_store: cannot {}{}: {}{}{}", operation, subject, e.what(), hint, note),
+      std::string(operation), std::string(record));
 }
 
 postgres_store_options validated(postgres_store_options o) {
@@ -204,7 +205,8 @@ struct postgres_store::impl {
       throw corrupt_record_error(
           fmt::format("postgres_store: idem_claim answered {} rows of {} columns for {}; "
                       "is the schema from another version?",
-                      PQntuples(r.get()), PQnfields(r.get()), ctx.id.to_string()));
+                      PQntuples(r.get()), PQnfields(r.get()), ctx.id.to_string()),
+          "try_acquire", ctx.id.to_string());
     claim_answer a;
     const std::string outcome = get_bytes(r.get(), 0, 0);
     if (outcome == "acquired") {
@@ -217,7 +219,8 @@ struct postgres_store::impl {
         std::optional<detail::attribute_map> attributes = detail::decode_attributes(get_bytes(r.get(), 0, 5));
         if (!attributes)
           throw corrupt_record_error(
-              fmt::format("postgres_store: the payload attributes of {} are malformed", ctx.id.to_string()));
+              fmt::format("postgres_store: the payload attributes of {} are malformed", ctx.id.to_string()),
+              "try_acquire", ctx.id.to_string());
         a.value.attributes = std::move(*attributes);
       }
       a.completed_at =
@@ -233,7 +236,8 @@ struct postgres_store::impl {
       a.what = claim_answer::kind::busy;
     } else {
       throw corrupt_record_error(
-          fmt::format("postgres_store: idem_claim answered an unknown outcome for {}", ctx.id.to_string()));
+          fmt::format("postgres_store: idem_claim answered an unknown outcome for {}", ctx.id.to_string()),
+          "try_acquire", ctx.id.to_string());
     }
     return a;
   }
@@ -267,10 +271,13 @@ struct postgres_store::impl {
   static void check_fenced(const PGresult* r, std::string_view operation, const identity& ident) {
     if (PQntuples(r) != 1 || PQnfields(r) != 4)
       throw corrupt_record_error(
-          fmt::format("postgres_store: unexpected answer to {} {}", operation, ident.to_string()));
+          fmt::format("postgres_store: unexpected answer to {} {}", operation, ident.to_string()),
+          std::string(operation), ident.to_string());
     if (get_int8(r, 0, 0) == 1) return;
-    throw lease_lost_error(fmt::format("postgres_store: cannot {} {}: lease lost: {}", operation, ident.to_string(),
-                                       lease_lost_reason(r)));
+    const std::string record = ident.to_string();
+    throw lease_lost_error(
+        fmt::format("postgres_store: cannot {} {}: lease lost: {}", operation, record, lease_lost_reason(r)),
+        std::string(operation), record);
   }
 
   // What the store's own connections reach; read once, or again when `refresh` (the caller's

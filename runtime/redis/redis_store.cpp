@@ -115,11 +115,13 @@ struct redis_store::impl {
     std::string_view operation;
     const identity* id;  // null for purge
     std::string describe() const { return id == nullptr ? std::string() : " " + id->to_string(); }
+    std::string record() const { return id == nullptr ? std::string() : id->to_string(); }
   };
 
   [[noreturn]] void unavailable(const target& t, std::string_view reason) const {
     throw store_unavailable_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
-                                  ": Redis at " + where.describe() + " is unavailable: " + std::string(reason));
+                                      ": Redis at " + where.describe() + " is unavailable: " + std::string(reason),
+                                  std::string(t.operation), t.record());
   }
 
   // Runs `s` with EVALSHA, once more with EVAL if Redis lost its script cache, and optionally
@@ -198,7 +200,8 @@ struct redis_store::impl {
     throw durability_error("redis_store: Redis accepted the " + std::string(t.operation) + " of" + t.describe() +
                            ", but only " + std::to_string(acknowledged) + " of the " +
                            std::to_string(options.replica_ack.replicas) + " required replicas acknowledged it within " +
-                           format_duration(options.replica_ack.timeout));
+                               format_duration(options.replica_ack.timeout),
+                           std::string(t.operation), t.record());
   }
 
   // A script's answer (one flat string, runtime/redis/lua/common.lua): the code before the first
@@ -211,7 +214,8 @@ struct redis_store::impl {
 
   [[noreturn]] static void unexpected(const target& t) {
     throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
-                               ": unexpected reply from the script (is another version of idem sharing the prefix?)");
+                               ": unexpected reply from the script (is another version of idem sharing the prefix?)",
+                               std::string(t.operation), t.record());
   }
 
   static answer read_answer(const target& t, const redisReply& reply) {
@@ -233,7 +237,8 @@ struct redis_store::impl {
     auto value = rd::parse_int(text);
     if (!value) {
       throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
-                                 ": the record holds a malformed number");
+                                     ": the record holds a malformed number",
+                                 std::string(t.operation), t.record());
     }
     return *value;
   }
@@ -244,20 +249,24 @@ struct redis_store::impl {
     if (code == "F") {
       throw foreign_record_error(head + "its Redis key under the prefix \"" + options.prefix +
                                  "\" holds data idem did not write; it was left untouched. Give idem a prefix of "
-                                 "its own");
+                                     "its own",
+                                 std::string(t.operation), t.record());
     }
     if (code == "V") {
       throw corrupt_record_error(head + "the record has format version \"" + std::string(detail) +
-                                 "\", this version of idem reads format 2 only");
+                                     "\", this version of idem reads format 2 only",
+                                 std::string(t.operation), t.record());
     }
-    throw corrupt_record_error(head + "the record is malformed (field " + std::string(detail) + ")");
+    throw corrupt_record_error(head + "the record is malformed (field " + std::string(detail) + ")",
+                               std::string(t.operation), t.record());
   }
 
   [[noreturn]] static void lease_lost(const target& t, std::string_view code) {
     const std::string head = "redis_store: cannot " + std::string(t.operation) + t.describe() + ": ";
-    if (code == "MISSING") throw lease_lost_error(head + "no record is held under this lease (it is absent or expired)");
-    if (code == "DONE") throw lease_lost_error(head + "the record is already complete, so this lease no longer holds it");
-    throw lease_lost_error(head + "the lease no longer owns the record (it expired and another caller took it over)");
+    const char* why = code == "MISSING" ? "no record is held under this lease (it is absent or expired)"
+                      : code == "DONE"  ? "the record is already complete, so this lease no longer holds it"
+                                        : "the lease no longer owns the record (it expired and another caller took it over)";
+    throw lease_lost_error(head + why, std::string(t.operation), t.record());
   }
 
   // One look at the record: the answer, or that another token holds it and for how long.
@@ -319,7 +328,8 @@ struct redis_store::impl {
     auto record = rd::decode_complete(value);
     if (!record) {
       throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
-                                 ": the complete record is malformed");
+                                     ": the complete record is malformed",
+                                 std::string(t.operation), t.record());
     }
     duplicate d{std::move(record->value), std::chrono::system_clock::time_point(milliseconds(record->completed_at_ms))};
     if (cache && expires) remember(key, d, std::move(record->fingerprint), *expires, steady::now());

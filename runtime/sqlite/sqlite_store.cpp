@@ -108,20 +108,21 @@ std::optional<stored_record> read_record(bound_statement& s, const record_key& k
   r.expires_at = s.integer(3);
   if (!s.is_null(4)) r.fingerprint = s.bytes(4);
   if (r.state == state_complete) {
-    if (s.is_null(5)) throw corrupt_record_error(describe("read", id) + ": a complete record has no payload type");
+    if (s.is_null(5)) throw corrupt_record_error(describe("read", id) + ": a complete record has no payload type", "read", id.to_string());
     r.value.type = s.bytes(5);
     r.value.body = s.bytes(6);
     std::optional<detail::attribute_map> attributes = detail::decode_attributes(s.bytes(7));
-    if (!attributes) throw corrupt_record_error(describe("read", id) + ": its payload attributes are malformed");
+    if (!attributes) throw corrupt_record_error(describe("read", id) + ": its payload attributes are malformed", "read", id.to_string());
     r.value.attributes = std::move(*attributes);
     r.completed_at = s.is_null(8) ? 0 : s.integer(8);
   } else if (r.state == state_in_progress) {
     std::optional<lease_token> token = lease_token::from_bytes(s.bytes(1));
     if (!token || s.is_null(2))
-      throw corrupt_record_error(describe("read", id) + ": a record in progress has no valid lease");
+      throw corrupt_record_error(describe("read", id) + ": a record in progress has no valid lease", "read", id.to_string());
     r.token = *token;
   } else {
-    throw corrupt_record_error(describe("read", id) + ": unknown state " + std::to_string(r.state));
+    throw corrupt_record_error(describe("read", id) + ": unknown state " + std::to_string(r.state), "read",
+                               id.to_string());
   }
   return r;
 }
@@ -251,7 +252,7 @@ struct sqlite_store::state {
     text += " [";
     text += filename;
     text += ']';
-    throw store_unavailable_error(text);
+    throw store_unavailable_error(text, std::string(operation), id != nullptr ? id->to_string() : std::string());
   }
 
   // Throws if the calling thread's own transaction on this file holds the write lock: no other
@@ -451,7 +452,8 @@ void sqlite_store::complete(const identity& id, const lease_token& token, const 
       changed = run_complete(up, key, token, value, ttl, clock_ms());
     }
     if (changed == 0)
-      throw lease_lost_error(describe("complete", id) + ": " + lost_reason(&tx.connection(), nullptr, {}, key, token));
+      throw lease_lost_error(describe("complete", id) + ": " + lost_reason(&tx.connection(), nullptr, {}, key, token),
+                             "complete", id.to_string());
     tx.commit("commit the completion");
   } catch (const sqlite_failure& f) {
     s.unavailable("complete", &id, f.what());
@@ -481,7 +483,8 @@ void sqlite_store::release(const identity& id, const lease_token& token) {
       changed = del.changes();
     }
     if (changed == 0)
-      throw lease_lost_error(describe("release", id) + ": " + lost_reason(&tx.connection(), nullptr, {}, key, token));
+      throw lease_lost_error(describe("release", id) + ": " + lost_reason(&tx.connection(), nullptr, {}, key, token),
+                             "release", id.to_string());
     tx.commit("commit the release");
   } catch (const sqlite_failure& f) {
     s.unavailable("release", &id, f.what());
@@ -572,8 +575,9 @@ void sqlite_store::complete_in_transaction(const identity& id, const lease_token
       }
     }
     if (changed == 0)
-      throw lease_lost_error(describe("complete_in_transaction", id) + ": " +
-                             lost_reason(nullptr, db, s.options.table, key, token));
+      throw lease_lost_error(
+          describe("complete_in_transaction", id) + ": " + lost_reason(nullptr, db, s.options.table, key, token),
+          "complete_in_transaction", id.to_string());
   } catch (const sqlite_failure& f) {
     s.unavailable("complete_in_transaction", &id, f.what());
   }

@@ -95,15 +95,22 @@ std::string require_lease_lost(std::string_view operation, const idem::identity&
   INFO("checked at " << where_text(where));
   INFO("expected " << operation << " to throw lease_lost_error");
   std::string message;
+  std::string error_operation;
+  std::string error_record;
   bool thrown = false;
   try {
     mutation();
   } catch (const idem::lease_lost_error& e) {
     thrown = true;
     message = e.what();
+    error_operation = e.operation();
+    error_record = e.record();
   }
   REQUIRE(thrown);
   INFO("message: " << message);
+  // The error names what failed as data, not only in its text.
+  CHECK(error_operation == operation);
+  CHECK(error_record == id.to_string());
   CHECK(message.find(operation) != std::string::npos);
   CHECK(message.find(id.to_string()) != std::string::npos);
   CHECK(message.find(id.key()) == std::string::npos);

@@ -68,14 +68,20 @@ std::string conninfo_for_port(int port) {
 template <class F>
 void require_unavailable(F&& operation, std::string_view what, const idem::identity* id) {
   std::string message;
+  std::string error_operation;
+  std::string error_record;
   try {
     operation();
     FAIL("expected store_unavailable_error from " << what);
   } catch (const idem::store_unavailable_error& e) {
     message = e.what();
+    error_operation = e.operation();
+    error_record = e.record();
   }
   INFO("message: " << message);
   CHECK(message.find(what) != std::string::npos);
+  CHECK(error_operation == what);  // as data, not only in the text
+  CHECK(error_record == (id != nullptr ? id->to_string() : std::string()));
   if (id != nullptr) {
     CHECK(message.find(id->to_string()) != std::string::npos);
     CHECK(message.find(id->key()) == std::string::npos);

@@ -29,13 +29,19 @@ idem::identity make_id(std::string_view hint) { return idem::identity("RedisFail
 // Requires `call` to throw store_unavailable_error naming `operation` and the record, never its key.
 void require_unavailable(std::string_view operation, const idem::identity& id, const std::function<void()>& call) {
   std::string message;
+  std::string error_operation;
+  std::string error_record;
   try {
     call();
     FAIL("expected store_unavailable_error from " << operation);
   } catch (const idem::store_unavailable_error& e) {
     message = e.what();
+    error_operation = e.operation();
+    error_record = e.record();
   }
   INFO(message);
+  CHECK(error_operation == operation);  // as data, not only in the text
+  CHECK(error_record == id.to_string());
   CHECK(message.find(operation) != std::string::npos);
   CHECK(message.find(id.to_string()) != std::string::npos);
   CHECK(message.find(id.key()) == std::string::npos);
