@@ -92,6 +92,19 @@ std::string schema_sql(std::string_view table_name) {
          t + "_expires_at ON " + t + " (expires_at);";
 }
 
+// Whether the table and its index already exist: then opening writes nothing, so a store can open
+// while another process holds the file's write lock.
+bool schema_present(sqlite3* db, const std::string& table) {
+  sqlite3_stmt* s = nullptr;
+  const char* sql = "SELECT count(*) FROM sqlite_master WHERE (type = 'table' AND name = ?1) OR (type = 'index' AND "
+                    "name = ?1 || '_expires_at')";
+  if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK) return false;
+  sqlite3_bind_text(s, 1, table.c_str(), static_cast<int>(table.size()), SQLITE_TRANSIENT);
+  const bool present = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 2;
+  sqlite3_finalize(s);
+  return present;
+}
+
 int clamp_ms(std::chrono::milliseconds timeout) noexcept {
   return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(timeout.count(), 0, INT_MAX));
 }
@@ -129,7 +142,7 @@ sqlite_connection::sqlite_connection(const connection_settings& settings, bool i
     if (int r = sqlite3_exec(db_, sync, nullptr, nullptr, nullptr); r != SQLITE_OK)
       throw failure_of(db_, r, "cannot set PRAGMA synchronous");
 
-    if (initialise) {
+    if (initialise && !schema_present(db_, settings.table)) {
       const std::string ddl = "BEGIN IMMEDIATE;" + schema_sql(settings.table) + "COMMIT;";
       if (int r = sqlite3_exec(db_, ddl.c_str(), nullptr, nullptr, nullptr); r != SQLITE_OK) {
         sqlite_failure failure = failure_of(db_, r, "cannot create the table '" + settings.table + "'");

@@ -386,3 +386,23 @@ TEST_CASE("many threads on a small pool share its connections", "[sqlite][concur
   }
   CHECK(total == 8);
 }
+
+TEST_CASE("opening a store whose schema exists writes nothing, so it opens while another writer holds the lock",
+          "[sqlite]") {
+  const auto path = fresh_db_path("open-locked");
+  auto options = options_for(path);
+  options.busy_timeout = 200ms;
+  const auto id = fresh_identity("open-locked");
+  {
+    idem::sqlite_store first{options};  // creates the schema
+    const auto token = require_acquired(first.try_acquire(context_for(id)));
+    first.complete(id, token, sample_payload(), 1h);
+  }
+  auto other = open_connection(path);
+  idem::sqlite_test::exec(other.get(), "BEGIN IMMEDIATE");  // another process's long write transaction
+  std::optional<idem::sqlite_store> second;
+  CHECK_NOTHROW(second.emplace(options));  // used to fail after busy_timeout: "cannot create the table"
+  REQUIRE(second);
+  CHECK(require_duplicate(second->try_acquire(context_for(id, 0ms))).value == sample_payload());  // reads need no lock
+  idem::sqlite_test::exec(other.get(), "ROLLBACK");
+}
