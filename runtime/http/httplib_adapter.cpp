@@ -4,6 +4,7 @@
 #include <idem/errors.hpp>
 #include <idem/http/httplib.hpp>
 
+#include <algorithm>
 #include <utility>
 
 namespace idem::http {
@@ -43,9 +44,11 @@ void put(httplib::Response& res, response r) {
 }
 
 // An answer given without reading the whole body: the rest of it is still on the connection,
-// so the connection must not carry another request.
-void put_and_close(httplib::Response& res, response r) {
+// so the connection must not carry another request. cpp-httplib 0.11 decides keep-alive from the
+// request's Connection header when it writes the response, so that is where `close` goes.
+void put_and_close(const httplib::Request& req, httplib::Response& res, response r) {
   put(res, std::move(r));
+  const_cast<httplib::Request&>(req).set_header("Connection", "close");
   res.set_header("Connection", "close");
 }
 
@@ -59,12 +62,12 @@ read_result read_body(const httplib::Request& req, const httplib::ContentReader*
   std::string& body = const_cast<httplib::Request&>(req).body;
   bool over = false;
   const bool ok = (*reader)([&](const char* data, std::size_t size) {
-    if (size > limit + 1 - body.size()) {
-      body.append(data, limit + 1 - body.size());
+    const std::size_t take = std::min(size, limit + 1 - body.size());
+    body.append(data, take);
+    if (body.size() > limit) {
       over = true;
       return false;  // stop reading: at most limit + 1 bytes held
     }
-    body.append(data, size);
     return true;
   });
   if (over) return read_result::too_large;
@@ -80,6 +83,17 @@ void read_all(const httplib::Request& req, const httplib::ContentReader* reader)
   });
 }
 
+// Reads and drops the body of a rejected request, at most `limit` + 1 bytes, so that a
+// keep-alive connection stays usable. Returns false if bytes were left unread.
+bool discard_body(const httplib::ContentReader* reader, std::size_t limit) {
+  if (reader == nullptr) return true;
+  std::size_t seen = 0;
+  return (*reader)([&](const char*, std::size_t size) {
+    seen += size;
+    return seen <= limit;
+  });
+}
+
 void serve(const endpoint& ep, const httplib_handler& handler, const httplib::Request& req, httplib::Response& res,
            const httplib::ContentReader* reader) {
   const httplib_request view{req};
@@ -90,15 +104,18 @@ void serve(const endpoint& ep, const httplib_handler& handler, const httplib::Re
     return;
   }
   if (auto* reject = std::get_if<response>(&d)) {
-    put_and_close(res, std::move(*reject));
+    if (discard_body(reader, ep.max_body_bytes()))
+      put(res, std::move(*reject));
+    else
+      put_and_close(req, res, std::move(*reject));
     return;
   }
   switch (read_body(req, reader, ep.max_body_bytes())) {
     case read_result::too_large:
-      put_and_close(res, ep.too_large());
+      put_and_close(req, res, ep.too_large());
       return;
     case read_result::failed:
-      put_and_close(res, problem(400, "Unreadable request body", "The request body could not be read."));
+      put_and_close(req, res, problem(400, "Unreadable request body", "The request body could not be read."));
       return;
     case read_result::complete:
       break;
