@@ -209,7 +209,7 @@ response endpoint::run(const claim& c, const request_view& request, detail::func
     report(log_level::error, options_.scope + ": cannot build the context: " + e.what());
     return problem(500, "Internal error", "The request could not be processed.");
   }
-  const std::string record = ctx->id.to_string();
+  auto record = [&] { return ctx->id.to_string(); };  // only for log lines: it costs a SHA-256
 
   response first;
   bool ran = false;
@@ -245,7 +245,7 @@ response endpoint::run(const claim& c, const request_view& request, detail::func
         r.headers.push_back({std::string(replay_marker), "true"});
         return r;
       } catch (const corrupt_record_error& e) {
-        report(log_level::error, record + ": cannot replay: " + e.what());
+        report(log_level::error, record() + ": cannot replay: " + e.what());
         return problem(500, "Stored response unreadable", "The stored response for this key cannot be replayed.");
       }
     }
@@ -260,21 +260,21 @@ response endpoint::run(const claim& c, const request_view& request, detail::func
   } catch (const std::exception& e) {
     const std::string what = replace_all(e.what(), c.key, ctx->id.masked_key());
     if (handler_threw) {
-      report(log_level::error, record + ": the handler threw (record released, answered 500): " + what);
+      report(log_level::error, record() + ": the handler threw (record released, answered 500): " + what);
       return problem(500, "Internal error", "The request failed and may be retried with the same key.");
     }
     if (ran) {
-      report(log_level::error, record + ": the handler answered but its response could not be recorded: " + what);
+      report(log_level::error, record() + ": the handler answered but its response could not be recorded: " + what);
       return problem(500, "Response not recorded", "The request was processed but its response could not be recorded.");
     }
-    report(log_level::error, record + ": the idempotency store failed: " + what);
+    report(log_level::error, record() + ": the idempotency store failed: " + what);
     return problem(503, "Idempotency store unavailable", "The request was not processed; retry later.");
   } catch (...) {
     if (handler_threw) {
-      report(log_level::error, record + ": the handler threw a non-std exception (record released, answered 500)");
+      report(log_level::error, record() + ": the handler threw a non-std exception (record released, answered 500)");
       return problem(500, "Internal error", "The request failed and may be retried with the same key.");
     }
-    report(log_level::error, record + ": unknown failure");
+    report(log_level::error, record() + ": unknown failure");
     return problem(500, "Internal error", "The request could not be processed.");
   }
 }

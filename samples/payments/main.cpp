@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
 
     httplib::Server server;
     server.new_task_queue = [] { return new httplib::ThreadPool(64); };
+    server.set_tcp_nodelay(true);  // no Nagle delay between the header and body writes
     socket_t listener = INVALID_SOCKET;
     server.set_socket_options([&listener](socket_t sock) {
       httplib::default_socket_options(sock);

@@ -19,6 +19,7 @@ class test_server {
  public:
   test_server() {
     server.new_task_queue = [] { return new httplib::ThreadPool(64); };
+    server.set_tcp_nodelay(true);  // no Nagle delay between the header and body writes
     server.set_socket_options([this](socket_t sock) {
       httplib::default_socket_options(sock);
       listener_ = sock;
@@ -46,6 +47,7 @@ class test_server {
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port_);
     c.set_connection_timeout(std::chrono::seconds(10));
+    c.set_tcp_nodelay(true);
     c.set_read_timeout(std::chrono::seconds(30));
     c.set_write_timeout(std::chrono::seconds(30));
     return c;
