@@ -5,6 +5,7 @@
 #include <idem/http/httplib.hpp>
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 namespace idem::http {
@@ -27,7 +28,15 @@ class httplib_request final : public request_view {
   const httplib::Request& req_;
 };
 
+// The handler's answer as an idem response. A streamed answer (a content provider) cannot be
+// recorded: it is dropped and reported as a handler failure (500, record released).
 response take(httplib::Response& res) {
+  if (res.content_provider_) {
+    res.content_provider_ = nullptr;
+    res.content_length_ = 0;
+    res.is_chunked_content_provider_ = false;
+    throw std::logic_error("a guarded handler must answer with set_content, not a content provider");
+  }
   response r;
   r.status = res.status == -1 ? 200 : res.status;
   r.headers.reserve(res.headers.size());

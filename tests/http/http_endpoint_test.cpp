@@ -815,3 +815,30 @@ TEST_CASE("guard() refuses a bad scope, bad durations and an unknown method at r
   CHECK_THROWS_AS(idem::http::guard(t.http.server, "TRACE", "/a", t.engine, t.options(), handler),
                   idem::configuration_error);
 }
+
+TEST_CASE("a streamed answer cannot be recorded: 500, record released", "[http]") {
+  rig t;
+  std::atomic<bool> stream{true};
+  idem::http::guard(t.http.server, "POST", "/stream", t.engine, t.options(),
+                    [&](const httplib::Request&, httplib::Response& res) {
+                      if (stream.exchange(false)) {
+                        res.set_content_provider(5, "text/plain", [](std::size_t, std::size_t, httplib::DataSink& sink) {
+                          sink.write("hello", 5);
+                          return true;
+                        });
+                        return;
+                      }
+                      res.set_content("whole", "text/plain");
+                    });
+  t.http.start();
+  auto c = t.http.client();
+  auto a = c.Post("/stream", key_header("st"), "x", "text/plain");
+  REQUIRE(a);
+  CHECK(a->status == 500);
+  CHECK(a->get_header_value("Content-Type") == "application/problem+json");
+  CHECK(t.logs.mentions("content provider"));
+  auto b = c.Post("/stream", key_header("st"), "x", "text/plain");
+  REQUIRE(b);
+  CHECK(b->status == 200);
+  CHECK(b->body == "whole");
+}
