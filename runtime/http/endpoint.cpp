@@ -64,7 +64,12 @@ struct payload_codec {
 };
 
 // Thrown through the engine by the action to release the record and answer `first` anyway.
-struct not_stored {};
+// Lifecycle listeners receive it as the on_failed{action} cause.
+struct not_stored : std::exception {
+  const char* what() const noexcept override {
+    return "the handler answered with a 5xx status; the record was released so that a retry runs it again";
+  }
+};
 
 std::string replace_all(std::string text, std::string_view what, std::string_view with) {
   if (what.empty()) return text;
