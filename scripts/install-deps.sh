@@ -10,7 +10,7 @@ packages=(
   libsqlite3-dev sqlite3
   libpq-dev postgresql-15
   libhiredis-dev redis-server
-  libcpp-httplib-dev
+  libcpp-httplib-dev wrk
 )
 
 missing=()

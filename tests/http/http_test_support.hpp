@@ -1,0 +1,82 @@
+// tests/http/http_test_support.hpp — a real cpp-httplib server on 127.0.0.1 and a free port,
+// started and stopped by RAII, and small helpers for its answers.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace idem::http_test {
+
+// A server listening on 127.0.0.1 with 64 worker threads (so that 20 concurrent duplicates all
+// reach the store at once). Register routes on `server`, then start(). Stops in the destructor.
+class test_server {
+ public:
+  test_server() {
+    server.new_task_queue = [] { return new httplib::ThreadPool(64); };
+    server.set_tcp_nodelay(true);  // no Nagle delay between the header and body writes
+    server.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listener_ = sock;
+    });
+  }
+  ~test_server() {
+    server.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  test_server(const test_server&) = delete;
+  test_server& operator=(const test_server&) = delete;
+
+  // Binds a free port (fails the test if it cannot) and serves on a thread of its own. The
+  // socket listens once bind returns, so clients may connect at once.
+  void start() {
+    port_ = server.bind_to_any_port("127.0.0.1");
+    REQUIRE(port_ > 0);
+    // cpp-httplib 0.11 listens with a backlog of 5: a burst of 20 connects would see SYNs dropped
+    // and retried a second or more later. listen() again only raises the backlog.
+    REQUIRE(::listen(listener_, 128) == 0);
+    thread_ = std::thread([this] { server.listen_after_bind(); });
+  }
+
+  // A client with bounded timeouts.
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(std::chrono::seconds(10));
+    c.set_tcp_nodelay(true);
+    c.set_read_timeout(std::chrono::seconds(30));
+    c.set_write_timeout(std::chrono::seconds(30));
+    return c;
+  }
+
+  int port() const noexcept { return port_; }
+
+  httplib::Server server;
+
+ private:
+  int port_ = 0;
+  socket_t listener_ = INVALID_SOCKET;
+  std::thread thread_;
+};
+
+// A request header set with the idempotency key.
+inline httplib::Headers key_header(const std::string& value, const std::string& name = "Idempotency-Key") {
+  return httplib::Headers{{name, value}};
+}
+
+// Every header of `res` as "name: value" lines in order, and the body: what "byte-identical" compares.
+inline std::string wire_form(const httplib::Response& res, bool drop_replay_marker = true) {
+  std::string out = std::to_string(res.status) + "\n";
+  for (const auto& [name, value] : res.headers) {
+    if (drop_replay_marker && name == "Idempotent-Replayed") continue;
+    if (name == "Keep-Alive" || name == "Connection") continue;  // the connection's, not the response's
+    out += name + ": " + value + "\n";
+  }
+  return out + "\n" + res.body;
+}
+
+}  // namespace idem::http_test
