@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <latch>
 #include <thread>
 
@@ -348,4 +349,32 @@ TEST_CASE("engine: execute deduces the value type, and outcome answers without u
   CHECK(busy.retry_after() > 0ms);
   CHECK_THROWS_AS(busy.value(), idem::in_flight_error);
   finish.count_down();
+}
+
+TEST_CASE("engine/once: a call returns while its own heartbeat extend is stuck in the store",
+          "[engine][heartbeat][concurrency]") {
+  faulty_store store;
+  std::latch extend_entered(1);
+  std::latch unblock(1);
+  std::atomic<bool> first = true;
+  store.before_extend = [&](const idem::identity&) {
+    if (first.exchange(false)) {
+      extend_entered.count_down();
+      unblock.wait();  // a frozen server: no answer until the test says so
+    }
+    return true;
+  };
+  idem::engine engine(store);
+  std::promise<bool> returned;
+  auto done = returned.get_future();
+  std::jthread caller([&] {
+    auto o = engine.execute(engine.make_context("S.m", "k", {.lease = 20ms}), [&] { extend_entered.wait(); });
+    returned.set_value(o.ran());
+  });
+  // The call ends (complete, then cancel its heartbeat) although the extend has not returned.
+  const bool finished = done.wait_for(10s) == std::future_status::ready;
+  unblock.count_down();
+  REQUIRE(finished);
+  CHECK(done.get());
+  CHECK(replays(engine, "S.m", "k"));
 }
