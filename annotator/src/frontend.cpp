@@ -30,6 +30,8 @@
 #include <clang/Basic/SourceManager.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/FrontendAction.h>
+#include <clang/AST/CXXInheritance.h>
+#include <clang/Lex/Lexer.h>
 #include <clang/Lex/Preprocessor.h>
 #include <clang/Parse/Parser.h>
 #include <clang/Sema/Sema.h>
@@ -237,13 +239,17 @@ std::optional<std::string> decode_literal(const SourceManager& sm, const clang::
 
 class attribute_scanner {
  public:
-  attribute_scanner(const SourceManager& sm, llvm::ArrayRef<clang::syntax::Token> tokens, std::vector<diagnostic>& out)
-      : sm_(sm), tokens_(tokens), out_(out) {}
+  // Scans the main file (`main_file`) or every other file of the translation unit: the
+  // annotations of included headers tell which inherited methods are annotated.
+  attribute_scanner(const SourceManager& sm, llvm::ArrayRef<clang::syntax::Token> tokens, std::vector<diagnostic>& out,
+                    bool main_file = true)
+      : sm_(sm), tokens_(tokens), out_(out), main_file_(main_file) {}
 
   std::vector<found_attribute> scan() {
     std::vector<found_attribute> found;
     for (std::size_t i = 0; i + 1 < tokens_.size(); ++i) {
-      if (kind(i) != clang::tok::l_square || kind(i + 1) != clang::tok::l_square || !in_main_file(i)) continue;
+      if (kind(i) != clang::tok::l_square || kind(i + 1) != clang::tok::l_square || in_main_file(i) != main_file_)
+        continue;
       scan_specifier(i, found);
     }
     return found;
@@ -358,6 +364,7 @@ class attribute_scanner {
   const SourceManager& sm_;
   llvm::ArrayRef<clang::syntax::Token> tokens_;
   std::vector<diagnostic>& out_;
+  bool main_file_ = true;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -397,8 +404,9 @@ clang::PrintingPolicy printing_policy(const clang::ASTContext& context) {
   return policy;
 }
 
-std::string type_name(clang::QualType type, const clang::ASTContext& context) {
-  std::string name = clang::TypeName::getFullyQualifiedName(type, context, printing_policy(context));
+// `global` spells it from the global namespace ("::shop::Receipt"), as generated code must.
+std::string type_name(clang::QualType type, const clang::ASTContext& context, bool global = false) {
+  std::string name = clang::TypeName::getFullyQualifiedName(type, context, printing_policy(context), global);
   // "const T &" -> "const T&", the way idem's own code spells it.
   for (const char* suffix : {" &&", " &", " *"})
     if (llvm::StringRef(name).ends_with(suffix)) {
@@ -431,9 +439,30 @@ function_facts facts_of(const clang::FunctionDecl& fn, const clang::ASTContext& 
                           : method->getRefQualifier() == clang::RQ_RValue ? "&&"
                                                                           : "";
     facts.is_private = method->getAccess() == clang::AS_private;
+    facts.is_protected = method->getAccess() == clang::AS_protected;
+    facts.is_final = method->hasAttr<clang::FinalAttr>();
+    facts.class_is_final = record->hasAttr<clang::FinalAttr>();
+    for (const clang::DeclContext* dc = record; dc != nullptr && dc->isRecord(); dc = dc->getParent()) {
+      const std::string name = llvm::cast<clang::RecordDecl>(dc)->getNameAsString();
+      facts.class_path = facts.class_path.empty() ? name : name + "_" + facts.class_path;
+    }
+    if (!method->isStatic())
+      for (const clang::NamedDecl* other : record->lookup(fn.getDeclName())) {
+        if (other->getCanonicalDecl() == fn.getCanonicalDecl() || other->getAccess() == clang::AS_public) continue;
+        std::string described = other->getNameAsString();
+        if (const auto* f = llvm::dyn_cast<clang::FunctionDecl>(other->getUnderlyingDecl())) {
+          described += "(";
+          for (unsigned k = 0; k < f->getNumParams(); ++k)
+            described += (k ? ", " : "") + type_name(f->getParamDecl(k)->getType(), context);
+          described += ")";
+        }
+        facts.non_public_overload = described;
+        break;
+      }
   }
   const clang::QualType result = fn.getReturnType();
   facts.return_type = type_name(result, context);
+  facts.code_return_type = type_name(result, context, true);
   facts.returns_void = result->isVoidType();
   facts.returns_reference = result->isReferenceType();
   if (const auto* proto = fn.getType()->getAs<clang::FunctionProtoType>()) facts.is_noexcept = proto->isNothrow();
@@ -461,15 +490,29 @@ function_facts facts_of(const clang::FunctionDecl& fn, const clang::ASTContext& 
     if (!type->isLValueReferenceType())
       key_type = context.getLValueReferenceType(type.getNonReferenceType().withConst());
     p.key_type = type_name(key_type, context);
-    parameter_types += (parameter_types.empty() ? "" : ", ") + p.type;
+    p.code_type = type_name(type, context, true);
+    p.code_key_type = type_name(key_type, context, true);
+    if (param->hasDefaultArg() && !param->hasUnparsedDefaultArg() && !param->hasUninstantiatedDefaultArg()) {
+      const SourceManager& sm = context.getSourceManager();
+      const clang::CharSourceRange range = sm.getExpansionRange(param->getDefaultArgRange());
+      p.default_argument =
+          clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(range.getAsRange()), sm, context.getLangOpts())
+              .str();
+      p.default_position = position_of(sm, range.getBegin());
+      const bool by_reference = type->isLValueReferenceType() && !type.getNonReferenceType().isConstQualified();
+      p.default_type =
+          by_reference ? p.code_type : type_name(type.getNonReferenceType().getUnqualifiedType(), context, true);
+    }
+    parameter_types += (parameter_types.empty() ? "" : ", ") + p.code_type;
     facts.parameters.push_back(std::move(p));
   }
   std::string qualifiers;
   if (facts.is_const) qualifiers += " const";
   if (!facts.ref_qualifier.empty()) qualifiers += " " + facts.ref_qualifier;
   if (facts.is_noexcept) qualifiers += " noexcept";
-  facts.pointer_type = facts.return_type + " (" +
-                       (facts.kind == function_kind::member ? facts.qualified_class + "::*" : std::string("*")) + ")(" +
+  facts.pointer_type = facts.code_return_type + " (" +
+                       (facts.kind == function_kind::member ? "::" + facts.qualified_class + "::*" : std::string("*")) +
+                       ")(" +
                        parameter_types + ")" + qualifiers;
 
   // Overloaded: another function of the same name in the same scope.
@@ -558,6 +601,158 @@ struct shared_state {
   collecting_consumer* consumer = nullptr;
 };
 
+// Whether only declaration specifiers stand between the attribute ending at `close_index` and
+// the name of `d`: no ';', '{' or '}' outside brackets.
+bool stands_before(const SourceManager& sm, llvm::ArrayRef<clang::syntax::Token> expanded, std::size_t close_index,
+                   const clang::Decl& d) {
+  const SourceLocation name_loc = sm.getExpansionLoc(d.getLocation());
+  if (!sm.isBeforeInTranslationUnit(sm.getExpansionLoc(expanded[close_index].location()), name_loc)) return false;
+  int depth = 0;
+  for (std::size_t i = close_index + 1; i < expanded.size(); ++i) {
+    const SourceLocation here = sm.getExpansionLoc(expanded[i].location());
+    if (!sm.isBeforeInTranslationUnit(here, name_loc)) break;
+    const auto k = expanded[i].kind();
+    if (k == clang::tok::l_paren || k == clang::tok::l_square) ++depth;
+    if (k == clang::tok::r_paren || k == clang::tok::r_square) --depth;
+    if (depth == 0 && (k == clang::tok::semi || k == clang::tok::l_brace || k == clang::tok::r_brace)) return false;
+  }
+  return true;
+}
+
+// Whether `method` overrides `base`, directly or through other overrides.
+bool overrides(const clang::CXXMethodDecl& method, const clang::CXXMethodDecl& base) {
+  for (const clang::CXXMethodDecl* o : method.overridden_methods())
+    if (o->getCanonicalDecl() == base.getCanonicalDecl() || overrides(*o, base)) return true;
+  return false;
+}
+
+std::string generated_header_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const auto dot = name.find_last_of('.');
+  return (dot == std::string::npos ? name : name.substr(0, dot)) + ".idem.hpp";
+}
+
+std::string file_name_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// Every idem::guarded<C> of the header: per class defined in it, the annotated methods it has,
+// declared in it or inherited from annotated bases (in this header or an included one).
+class guarded_class_finder {
+ public:
+  guarded_class_finder(const clang::ASTContext& context, llvm::ArrayRef<clang::syntax::Token> expanded,
+                       std::vector<found_attribute> included,
+                       const std::map<const clang::FunctionDecl*, const function_spec*>& specs,
+                       std::vector<diagnostic>& out)
+      : context_(context), sm_(context.getSourceManager()), expanded_(expanded), included_(std::move(included)),
+        specs_(specs), out_(out) {}
+
+  std::optional<guarded_class> find(const clang::CXXRecordDecl& record) {
+    if (!record.isThisDeclarationADefinition() || record.isLambda() || record.isUnion() ||
+        record.getIdentifier() == nullptr || record.isTemplated() ||
+        llvm::isa<clang::ClassTemplateSpecializationDecl>(record) || record.isLocalClass() ||
+        !record.isExternallyVisible() || record.hasAttr<clang::FinalAttr>())
+      return std::nullopt;
+    for (const clang::DeclContext* dc = &record; dc != nullptr && dc->isRecord(); dc = dc->getParent())
+      if (llvm::cast<clang::Decl>(dc)->getAccess() == clang::AS_private ||
+          llvm::cast<clang::Decl>(dc)->getAccess() == clang::AS_protected)
+        return std::nullopt;  // nobody outside could name idem::guarded<C>
+    guarded_class cls;
+    cls.name = record.getQualifiedNameAsString();
+    cls.code_name = "::" + cls.name;
+    for (const clang::CXXMethodDecl* method : record.methods())
+      if (auto it = specs_.find(method->getCanonicalDecl()); it != specs_.end() && !method->isStatic())
+        cls.methods.push_back({it->second->facts, it->second->position, false});
+    std::set<const clang::CXXMethodDecl*> seen;
+    record.forallBases([&](const clang::CXXRecordDecl* base) {
+      for (const clang::CXXMethodDecl* method : base->methods()) {
+        if (method->isStatic() || method->getAccess() == clang::AS_private) continue;
+        if (!seen.insert(method->getCanonicalDecl()).second) continue;
+        const std::optional<guarded_method> annotated = annotation_of(*method);
+        if (!annotated || !reaches(record, *method)) continue;
+        cls.methods.push_back(*annotated);
+        const std::string& file = annotated->position.file;
+        if (!sm_.isInMainFile(sm_.getExpansionLoc(method->getLocation()))) {
+          std::pair<std::string, std::string> include{generated_header_of(file), file_name_of(file)};
+          if (std::find(cls.includes.begin(), cls.includes.end(), include) == cls.includes.end())
+            cls.includes.push_back(include);
+        }
+      }
+      return true;
+    });
+    if (cls.methods.empty()) return std::nullopt;
+    return cls;
+  }
+
+ private:
+  // The annotation of `method`: this header's (validated), or an included header's.
+  std::optional<guarded_method> annotation_of(const clang::CXXMethodDecl& method) {
+    if (auto it = specs_.find(method.getCanonicalDecl()); it != specs_.end())
+      return guarded_method{it->second->facts, it->second->position, true};
+    for (const clang::FunctionDecl* d : method.redecls())
+      for (const found_attribute& attribute : included_)
+        if (attribute.close_index != 0 && stands_before(sm_, expanded_, attribute.close_index, *d))
+          return guarded_method{facts_of(method, context_), attribute.attribute.position, true};
+    return std::nullopt;
+  }
+
+  // Whether `method` (of a base) is what `record` has under its name: not hidden on the way by a
+  // declaration of the same name that does not override it, nor overridden by one annotated
+  // itself (that one is guarded instead). A final overrider cannot be guarded: an error there.
+  bool reaches(const clang::CXXRecordDecl& record, const clang::CXXMethodDecl& method) {
+    clang::CXXBasePaths paths(/*FindAmbiguities=*/true, /*RecordPaths=*/true, /*DetectVirtual=*/false);
+    if (!record.isDerivedFrom(method.getParent(), paths)) return false;
+    if (paths.isAmbiguous(context_.getCanonicalType(context_.getRecordType(method.getParent())))) return false;
+    std::vector<const clang::CXXRecordDecl*> chain{&record};
+    for (const clang::CXXBasePathElement& element : paths.front())
+      chain.push_back(element.Base->getType()->getAsCXXRecordDecl());
+    for (std::size_t k = 0; k + 1 < chain.size(); ++k) {
+      const clang::DeclContextLookupResult found = chain[k]->lookup(method.getDeclName());
+      if (found.empty()) continue;
+      for (const clang::NamedDecl* d : found) {
+        if (const auto* shadow = llvm::dyn_cast<clang::UsingShadowDecl>(d);
+            shadow && shadow->getTargetDecl()->getCanonicalDecl() == method.getCanonicalDecl())
+          return true;
+        const auto* overrider = llvm::dyn_cast<clang::CXXMethodDecl>(d);
+        if (overrider == nullptr || !overrides(*overrider, method)) continue;
+        if (annotation_of(*overrider)) return false;
+        if (overrider->hasAttr<clang::FinalAttr>()) {
+          out_.push_back({severity::error, position_of(sm_, sm_.getExpansionLoc(overrider->getLocation())),
+                          "'" + overrider->getQualifiedNameAsString() + "' is final, so idem::guarded<" +
+                              record.getNameAsString() + "> cannot guard the annotated '" +
+                              method.getQualifiedNameAsString() + "' it overrides; remove final, or make " +
+                              record.getNameAsString() + " final (then only idem::invoke guards it)"});
+          return false;
+        }
+        // Calls on C use the overrider's default arguments; idem::guarded<C> passes the policy's.
+        const function_facts mine = facts_of(*overrider, context_);
+        const function_facts theirs = facts_of(method, context_);
+        for (std::size_t p = 0; p < mine.parameters.size() && p < theirs.parameters.size(); ++p)
+          if (mine.parameters[p].default_argument != theirs.parameters[p].default_argument) {
+            out_.push_back({severity::error, position_of(sm_, sm_.getExpansionLoc(overrider->getLocation())),
+                            "'" + overrider->getQualifiedNameAsString() + "' overrides the annotated '" +
+                                method.getQualifiedNameAsString() +
+                                "' with other default arguments, which idem::guarded<" + record.getNameAsString() +
+                                "> cannot keep; give both the same default arguments, or annotate the override"});
+            return false;
+          }
+        return true;
+      }
+      return false;  // hidden by a declaration of the same name
+    }
+    return true;
+  }
+
+  const clang::ASTContext& context_;
+  const SourceManager& sm_;
+  llvm::ArrayRef<clang::syntax::Token> expanded_;
+  std::vector<found_attribute> included_;
+  const std::map<const clang::FunctionDecl*, const function_spec*>& specs_;
+  std::vector<diagnostic>& out_;
+};
+
 class annotate_action : public clang::ASTFrontendAction {
  public:
   explicit annotate_action(shared_state& state) : state_(state) {}
@@ -613,7 +808,10 @@ void annotate_action::analyze_translation_unit(clang::CompilerInstance& ci, clan
   collector_.reset();
   attribute_scanner scanner(sm, tokens.expandedTokens(), result.diagnostics);
   std::vector<found_attribute> attributes = scanner.scan();
-  if (attributes.empty()) return;
+  // The annotations of included headers (their own generation reports their mistakes).
+  std::vector<diagnostic> ignored;
+  std::vector<found_attribute> included = attribute_scanner(sm, tokens.expandedTokens(), ignored, false).scan();
+  if (attributes.empty() && included.empty()) return;
 
   declaration_collector collector(sm);
   collector.TraverseDecl(context.getTranslationUnitDecl());
@@ -627,6 +825,7 @@ void annotate_action::analyze_translation_unit(clang::CompilerInstance& ci, clan
   std::vector<const clang::FunctionDecl*> functions;   // parallel to `checked`
   std::map<const clang::FunctionDecl*, source_position> annotated;  // canonical decl -> first attribute
   std::vector<function_spec> specs;
+  std::vector<const clang::FunctionDecl*> spec_functions;  // parallel to `specs`
   for (found_attribute& found : attributes) {
     const raw_attribute& attribute = found.attribute;
     const std::string name = attribute.spelling;
@@ -640,22 +839,7 @@ void annotate_action::analyze_translation_unit(clang::CompilerInstance& ci, clan
       return sm.isBeforeInTranslationUnit(close, sm.getExpansionLoc(d->getLocation()));
     });
     const clang::FunctionDecl* fn = next == declarations.end() ? nullptr : llvm::dyn_cast<clang::FunctionDecl>(*next);
-    if (fn != nullptr) {
-      // Only declaration specifiers may stand between: no ';', '{' or '}' outside brackets.
-      const SourceLocation name_loc = sm.getExpansionLoc(fn->getLocation());
-      int depth = 0;
-      for (std::size_t i = found.close_index + 1; i < expanded.size(); ++i) {
-        const SourceLocation here = sm.getExpansionLoc(expanded[i].location());
-        if (!sm.isBeforeInTranslationUnit(here, name_loc)) break;
-        const auto k = expanded[i].kind();
-        if (k == clang::tok::l_paren || k == clang::tok::l_square) ++depth;
-        if (k == clang::tok::r_paren || k == clang::tok::r_square) --depth;
-        if (depth == 0 && (k == clang::tok::semi || k == clang::tok::l_brace || k == clang::tok::r_brace)) {
-          fn = nullptr;
-          break;
-        }
-      }
-    }
+    if (fn != nullptr && !stands_before(sm, expanded, found.close_index, *fn)) fn = nullptr;
     if (fn == nullptr) {
       result.diagnostics.push_back({severity::error, attribute.position,
                                     name + " must stand before a function declaration, as in [[" + name +
@@ -671,12 +855,22 @@ void annotate_action::analyze_translation_unit(clang::CompilerInstance& ci, clan
     }
     validation_result validated = validate(attribute, facts_of(*fn, context));
     for (diagnostic& d : validated.diagnostics) result.diagnostics.push_back(std::move(d));
-    if (validated.spec) specs.push_back(*validated.spec);
+    if (validated.spec) {
+      specs.push_back(*validated.spec);
+      spec_functions.push_back(canonical);
+    }
     // Checked by Sema even when other arguments are wrong: every mistake in one run.
     checked.push_back(std::move(validated.partial));
     functions.push_back(fn);
   }
   for (diagnostic& d : check_scope_conflicts(specs)) result.diagnostics.push_back(std::move(d));
+
+  std::map<const clang::FunctionDecl*, const function_spec*> by_function;
+  for (std::size_t i = 0; i < specs.size(); ++i) by_function.emplace(spec_functions[i], &specs[i]);
+  guarded_class_finder finder(context, expanded, std::move(included), by_function, result.diagnostics);
+  for (const clang::Decl* d : declarations)
+    if (const auto* record = llvm::dyn_cast<clang::CXXRecordDecl>(d))
+      if (std::optional<guarded_class> cls = finder.find(*record)) result.classes.push_back(std::move(*cls));
   result.specs = std::move(specs);
 
   if (header_ok && state_.request->check_keys && !checked.empty()) check_with_sema(ci, parser, checked, functions);
@@ -714,11 +908,11 @@ void annotate_action::check_with_sema(clang::CompilerInstance& ci, clang::Parser
       w.add("[[maybe_unused]] inline auto " + item.key_function + "(");
       for (std::size_t p = 0; p < spec.facts.parameters.size(); ++p) {
         const parameter& param = spec.facts.parameters[p];
-        w.add((p ? ", " : "") + std::string("[[maybe_unused]] ") + param.key_type + " ");
+        w.add((p ? ", " : "") + std::string("[[maybe_unused]] ") + param.spelled_key_type() + " ");
         // Clang's notes about a parameter ("'event' declared here") point at the real one.
         const std::string name = param.name.empty() ? "idem_unnamed_" + std::to_string(p) : param.name;
         w.add_mapped(name, {}, param.name.empty() ? spec.position : param.position);
-        declvals += (p ? ", " : "") + std::string("std::declval<") + param.key_type + ">()";
+        declvals += (p ? ", " : "") + std::string("std::declval<") + param.spelled_key_type() + ">()";
       }
       w.add(") {\n  return (");
       item.key_region = w.add_mapped(spec.key, spec.key_characters, spec.key_position);
@@ -737,7 +931,7 @@ void annotate_action::check_with_sema(clang::CompilerInstance& ci, clang::Parser
       item.codec_ok = "idem_check_codec_ok_" + n;
       const unsigned ok_begin = w.offset();
       w.add("[[maybe_unused]] inline constexpr bool " + item.codec_ok + " = ::idem::codec_for<idem_check_codec_" + n +
-            ", " + spec.facts.return_type + ">;\n");
+            ", " + spelled_return_type(spec.facts) + ">;\n");
       w.map_span(ok_begin, w.offset(), spec.codec_position, /*suppress=*/true);
     }
     w.add(close + "\n");
@@ -888,7 +1082,10 @@ analysis_result analyze(const analysis_request& request) {
         {severity::error, {request.source, 0, 0},
          "idem-annotate: Clang reported an error that could not be placed on an attribute; rerun with "
          "--no-key-check to see whether the key checks cause it, and report it"});
-  if (!result.ok) result.specs.clear();
+  if (!result.ok) {
+    result.specs.clear();
+    result.classes.clear();
+  }
   return result;
 }
 
