@@ -876,6 +876,15 @@ void annotate_action::analyze_translation_unit(clang::CompilerInstance& ci, clan
   if (header_ok && state_.request->check_keys && !checked.empty()) check_with_sema(ci, parser, checked, functions);
 }
 
+// What a codec needs, for the message when idem::codec_for fails.
+std::string codec_requirement(const std::string& codec) {
+  if (codec.find("json_codec") != std::string::npos)
+    return "idem::json_codec needs a type nlohmann::json converts both ways: give it to_json and from_json, for "
+           "example with NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE";
+  return "it needs a default constructor, payload encode(const T&) const, and T decode(const payload&) const or a "
+         "template decode<T>";
+}
+
 void annotate_action::check_with_sema(clang::CompilerInstance& ci, clang::Parser& parser,
                                       const std::vector<function_spec>& specs,
                                       const std::vector<const clang::FunctionDecl*>& functions) {
@@ -1025,9 +1034,8 @@ void annotate_action::check_with_sema(clang::CompilerInstance& ci, clang::Parser
         result.diagnostics.push_back(
             {severity::error, spec.codec_position,
              "codec '" + spec.codec + "' cannot encode and decode '" + spec.facts.return_type + "': idem::codec_for<" +
-                 spec.codec + ", " + spec.facts.return_type +
-                 "> is not satisfied (it needs a default constructor, payload encode(const T&) const, and T "
-                 "decode(const payload&) const or a template decode<T>)"});
+                 spec.codec + ", " + spec.facts.return_type + "> is not satisfied (" + codec_requirement(spec.codec) +
+                 ")"});
       }
     }
   }
