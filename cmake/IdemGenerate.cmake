@@ -13,7 +13,9 @@
 # annotation fails the build with a Clang-style diagnostic pointing at the attribute.
 #
 # The target must link idem::runtime. OUTPUT_DIR is added to its include path, so the code
-# includes "<stem>.idem.hpp". The unknown attribute is silenced per compiler:
+# includes "<stem>.idem.hpp"; headers of one name in one call (a/api.hpp, b/api.hpp) are
+# generated under their directory relative to the current source directory ("a/api.idem.hpp",
+# included as such). The unknown attribute is silenced per compiler:
 # -Wno-attributes=idem:: on GCC, -Wno-unknown-attributes on Clang.
 include_guard(GLOBAL)
 
@@ -51,13 +53,35 @@ function(idem_generate target)
     list(APPEND options --no-key-check)
   endif()
 
+  # Headers of one name (a/api.hpp, b/api.hpp) are generated under their directories relative to
+  # the source directory (a/api.idem.hpp, b/api.idem.hpp); every other one as <stem>.idem.hpp.
+  set(stems "")
+  foreach(header IN LISTS arg_HEADERS)
+    get_filename_component(stem "${header}" NAME_WE)
+    list(APPEND stems "${stem}")
+  endforeach()
   foreach(header IN LISTS arg_HEADERS)
     get_filename_component(source "${header}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(stem "${header}" NAME_WE)
-    set(generated_header "${out_dir}/${stem}.idem.hpp")
-    set(generated_source "${out_dir}/${stem}.idem.cpp")
-    set(manifest "${out_dir}/${stem}.idem.json")
-    set(depfile "${out_dir}/${stem}.idem.d")
+    set(same_stem "${stems}")
+    list(FILTER same_stem INCLUDE REGEX "^${stem}$")
+    list(LENGTH same_stem same_stem_count)
+    set(name "${stem}")
+    if(same_stem_count GREATER 1)
+      get_filename_component(directory "${source}" DIRECTORY)
+      file(RELATIVE_PATH relative "${CMAKE_CURRENT_SOURCE_DIR}" "${directory}")
+      if(relative MATCHES "^\\.\\.")
+        message(FATAL_ERROR "idem_generate(${target}): two headers are named ${stem}; the one outside "
+                            "${CMAKE_CURRENT_SOURCE_DIR} (${header}) needs another name or its own idem_generate call")
+      endif()
+      if(NOT relative STREQUAL "")
+        set(name "${relative}/${stem}")
+      endif()
+    endif()
+    set(generated_header "${out_dir}/${name}.idem.hpp")
+    set(generated_source "${out_dir}/${name}.idem.cpp")
+    set(manifest "${out_dir}/${name}.idem.json")
+    set(depfile "${out_dir}/${name}.idem.d")
     add_custom_command(
       OUTPUT "${generated_header}" "${generated_source}" "${manifest}"
       COMMAND idem::annotate
