@@ -7,7 +7,8 @@
 #   <stem>.idem.hpp   idem::policy<&C::m> specialisations and idem::guarded<C> classes
 #   <stem>.idem.cpp   the registration of every policy (added to <target>'s sources)
 #   <stem>.idem.json  the manifest: every annotated function, its scope, options and location
-# The command reads the target's include directories and compile definitions, and a DEPFILE
+# The command reads the target's include directories, compile definitions, compile options and
+# CMAKE_CXX_FLAGS (with the build type's), as the compiler sees the header, and a DEPFILE
 # lists every file the header includes, so that a no-op rebuild runs nothing and touching an
 # included header regenerates exactly the outputs that depend on it. Every misconfigured
 # annotation fails the build with a Clang-style diagnostic pointing at the attribute.
@@ -47,6 +48,17 @@ function(idem_generate target)
   set(includes "$<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>")
   set(defines "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
   set(standard "$<TARGET_PROPERTY:${target},CXX_STANDARD>")
+  # The options the compiler gets too, so that a -D among them (or any option that changes what the
+  # header means) reaches the generator: the target's compile options (its own and those of what it
+  # links) and CMAKE_CXX_FLAGS with the flags of the build type. Clang's driver parses them; one it
+  # does not know fails the generator with Clang's "unknown argument", never silently.
+  set(compile_options "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
+  set(flags "${CMAKE_CXX_FLAGS}")
+  if(CMAKE_BUILD_TYPE)
+    string(TOUPPER "${CMAKE_BUILD_TYPE}" build_type)
+    string(APPEND flags " ${CMAKE_CXX_FLAGS_${build_type}}")
+  endif()
+  separate_arguments(flags UNIX_COMMAND "${flags}")
   get_property(idem_include GLOBAL PROPERTY IDEM_ANNOTATE_INCLUDE_DIR)
   set(options "--idem-include=${idem_include}")
   if(arg_NO_KEY_CHECK)
@@ -90,6 +102,7 @@ function(idem_generate target)
               ${options} "${source}" --
               "$<$<BOOL:${includes}>:-I$<JOIN:${includes},;-I>>"
               "$<$<BOOL:${defines}>:-D$<JOIN:${defines},;-D>>"
+              ${flags} "${compile_options}"
               "-std=c++$<IF:$<BOOL:${standard}>,${standard},20>"
       DEPENDS "${source}" idem::annotate
       DEPFILE "${depfile}"
