@@ -39,6 +39,7 @@
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include "literal.hpp"
 #include "validator.hpp"
 
 #ifndef IDEM_ANNOTATE_CLANG
@@ -163,78 +164,15 @@ bool is_name_token(const clang::syntax::Token& t) {
 
 bool is_string_literal(const clang::syntax::Token& t) { return clang::tok::isStringLiteral(t.kind()); }
 
-// Decodes one string literal token, recording where each decoded character was written.
-// Returns an error message for literals idem does not accept.
+// Decodes one string literal token (literal.hpp), recording where each decoded character was
+// written. Returns an error message for literals idem does not accept.
 std::optional<std::string> decode_literal(const SourceManager& sm, const clang::syntax::Token& token,
                                           std::string& value, std::vector<source_position>& characters) {
   const SourceLocation spelling = sm.getSpellingLoc(token.location());
   bool invalid = false;
   const char* data = sm.getCharacterData(spelling, &invalid);
-  if (invalid) return std::string("cannot read the string literal");
-  const llvm::StringRef text(data, token.length());
-  source_position start = position_of(sm, spelling);
-
-  std::size_t i = 0;
-  if (text.starts_with("u8")) i = 2;
-  else if (text.starts_with("L") || text.starts_with("u") || text.starts_with("U"))
-    return std::string("must be an ordinary string literal, not a wide one");
-  bool raw = false;
-  if (i < text.size() && text[i] == 'R') {
-    raw = true;
-    ++i;
-  }
-  // Where the byte at `index` of the literal was written (raw strings may span lines).
-  auto position_at = [&](std::size_t index) {
-    source_position p = start;
-    for (std::size_t k = 0; k < index; ++k) {
-      if (text[k] == '\n') {
-        ++p.line;
-        p.column = 1;
-      } else {
-        ++p.column;
-      }
-    }
-    return p;
-  };
-
-  if (raw) {
-    const std::size_t open = text.find('(', i);
-    if (open == llvm::StringRef::npos) return std::string("malformed raw string literal");
-    const std::string delimiter = text.substr(i + 1, open - i - 1).str();
-    const std::size_t close = text.size() - 1 - delimiter.size() - 1;  // the ')' before delimiter and quote
-    for (std::size_t k = open + 1; k < close; ++k) {
-      value += text[k];
-      characters.push_back(position_at(k));
-    }
-    characters.push_back(position_at(close));
-    return std::nullopt;
-  }
-  ++i;  // opening quote
-  const std::size_t end = text.size() - 1;  // closing quote
-  while (i < end) {
-    const source_position here = position_at(i);
-    char c = text[i];
-    if (c != '\\') {
-      value += c;
-      characters.push_back(here);
-      ++i;
-      continue;
-    }
-    ++i;
-    if (i >= end) break;
-    c = text[i];
-    switch (c) {
-      case 'n': value += '\n'; ++i; break;
-      case 't': value += '\t'; ++i; break;
-      case 'r': value += '\r'; ++i; break;
-      case '0': value += '\0'; ++i; break;
-      case '\\': case '\'': case '"': case '?': value += c; ++i; break;
-      default: return std::string("unsupported escape sequence in the string literal");
-    }
-    characters.push_back(here);
-  }
-  characters.push_back(position_at(end));
-  return std::nullopt;
+  if (invalid) return std::string("cannot be read");
+  return decode_string_literal(std::string_view(data, token.length()), position_of(sm, spelling), value, characters);
 }
 
 class attribute_scanner {
