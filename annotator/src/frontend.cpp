@@ -966,6 +966,21 @@ void annotate_action::check_with_sema(clang::CompilerInstance& ci, clang::Parser
         }
       }
     }
+    // Clang's error says the name is unknown; say which header declares idem's own codec.
+    if (item.codec_region >= 0 && state.regions[static_cast<std::size_t>(item.codec_region)].errors > 0 &&
+        spec.codec.find("json_codec") != std::string::npos) {
+      const auto* json_codec_declared = [&]() -> const clang::NamedDecl* {
+        const clang::TranslationUnitDecl* tu = context.getTranslationUnitDecl();
+        for (const clang::NamedDecl* ns : tu->lookup(&context.Idents.get("idem")))
+          if (const auto* n = llvm::dyn_cast<clang::NamespaceDecl>(ns))
+            for (const clang::NamedDecl* d : n->lookup(&context.Idents.get("json_codec"))) return d;
+        return nullptr;
+      }();
+      if (json_codec_declared == nullptr)
+        result.diagnostics.push_back({severity::note, spec.codec_position,
+                                      "idem::json_codec is declared in <idem/json_codec.hpp>: include it in the "
+                                      "annotated header"});
+    }
     if (item.codec_region >= 0 && state.regions[static_cast<std::size_t>(item.codec_region)].errors == 0) {
       const std::optional<bool> ok = evaluate(find(*item.function, item.codec_ok));
       if (ok && !*ok) {
