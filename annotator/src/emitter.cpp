@@ -388,7 +388,7 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
   for (const function_spec& spec : specs) {
     const std::string p = "policy<" + function_pointer_expression(spec.facts) + ">";
     s.line();
-    s.line("const bool " + p + "::registered = ::idem::detail::register_policy(::idem::detail::policy_info{");
+    s.line("const bool " + p + "::registered = ::idem::register_policy(::idem::policy_info{");
     s.line("    .function = " + p + "::function,");
     s.line("    .scope = " + p + "::scope,");
     s.line("    .scope_explicit = " + std::string(spec.scope_is_default ? "false" : "true") + ",");

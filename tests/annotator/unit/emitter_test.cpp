@@ -83,17 +83,17 @@ TEST_CASE("overloaded functions are named through their exact pointer type", "[a
         "static_cast<shop::Receipt (shop::OrderListener::*)(const shop::SettleCommand&)>(&::shop::OrderListener::settle)");
 }
 
-TEST_CASE("the source registers every policy; the manifest lists it", "[annotator][emitter]") {
+TEST_CASE("the source registers every policy, and the manifest lists it", "[annotator][emitter]") {
   const generated_files files = emit({settle_spec()}, options());
   CHECK(contains(files.source, "const bool policy<&::shop::OrderListener::settle>::registered = "
-                               "::idem::detail::register_policy(::idem::detail::policy_info{"));
+                               "::idem::register_policy(::idem::policy_info{"));
   const auto manifest = nlohmann::json::parse(files.manifest);
   REQUIRE(manifest["functions"].size() == 1);
   const auto& f = manifest["functions"][0];
   CHECK(f["function"] == "shop::OrderListener::settle");
   CHECK(f["scope"] == "OrderListener.settle");
   CHECK(f["kind"] == "virtual member");
-  CHECK(f["ttl"] == "PT24H");
+  CHECK(f["ttl"] == "P1D");  // idem::format_duration's canonical form of 24 h
   CHECK(f["lease"] == "");
   CHECK(f["location"]["line"] == 12);
 }
@@ -114,4 +114,44 @@ TEST_CASE("the registration says whether the scope was named, and the codec and 
   const auto manifest = nlohmann::json::parse(files.manifest);
   CHECK(manifest["functions"][0]["scope_explicit"] == false);
   CHECK(manifest["functions"][1]["scope_explicit"] == true);
+}
+
+TEST_CASE("a guarded class keeps every overload and the default arguments, and qualifies idem's names",
+          "[annotator][emitter]") {
+  function_spec s = settle_spec();
+  parameter urgent = make_parameter("bool", "const bool&", "urgent");
+  urgent.default_argument = "false";
+  urgent.default_position = {"orders.hpp", 12, 80};
+  urgent.default_type = "bool";
+  s.facts.parameters.push_back(urgent);
+  const generated_files files = emit({s}, options());
+  CHECK(contains(files.header, "  using ::shop::OrderListener::settle;\n"));
+  CHECK(contains(files.header, "bool urgent = ::idem::policy<&::shop::OrderListener::settle>::default_argument_1()"));
+  CHECK(contains(files.header, "struct OrderListener_settle_defaults : ::shop::OrderListener {"));
+  CHECK(contains(files.header, "return ::idem::run_guarded<&::shop::OrderListener::settle>("));
+  CHECK_FALSE(contains(files.header, "detail::"));
+  CHECK_FALSE(contains(files.source, "detail::"));
+}
+
+TEST_CASE("helpers of two nested classes of one name in one namespace do not collide", "[annotator][emitter]") {
+  function_spec a = settle_spec();
+  a.facts.qualified_class = "shop::A::Handler";
+  a.facts.qualified_name = "shop::A::Handler::settle";
+  a.facts.simple_class = "Handler";
+  a.facts.class_path = "A_Handler";
+  a.scope = "A.settle";
+  function_spec b = a;
+  b.facts.qualified_class = "shop::B::Handler";
+  b.facts.qualified_name = "shop::B::Handler::settle";
+  b.facts.class_path = "B_Handler";
+  b.scope = "B.settle";
+  const generated_files files = emit({a, b}, options());
+  CHECK(contains(files.header, "inline ::std::string A_Handler_settle_key("));
+  CHECK(contains(files.header, "inline ::std::string B_Handler_settle_key("));
+  // Without the class path the two would be one name: then the index tells them apart.
+  a.facts.class_path.clear();
+  b.facts.class_path.clear();
+  const generated_files same = emit({a, b}, options());
+  CHECK(contains(same.header, "inline ::std::string Handler_settle_0_key("));
+  CHECK(contains(same.header, "inline ::std::string Handler_settle_1_key("));
 }

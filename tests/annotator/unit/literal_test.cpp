@@ -58,7 +58,7 @@ TEST_CASE("literal: simple, hexadecimal and universal escapes", "[annotator][lit
   CHECK(decode(R"("\777")").problem == "has an octal escape sequence out of range");
 }
 
-TEST_CASE("literal: raw and u8 literals; wide ones are refused", "[annotator][literal]") {
+TEST_CASE("literal: raw and u8 literals, but no wide ones", "[annotator][literal]") {
   const decoded raw = decode(R"--(R"x(a\n)x")--");
   REQUIRE_FALSE(raw.problem);
   CHECK(raw.value == "a\\n");
