@@ -165,6 +165,23 @@ function_facts facts_of(const clang::FunctionDecl& fn, const clang::ASTContext& 
           clang::Lexer::getSourceText(clang::CharSourceRange::getTokenRange(range.getAsRange()), sm, context.getLangOpts())
               .str();
       p.default_position = position_of(sm, range.getBegin());
+      struct private_finder : clang::RecursiveASTVisitor<private_finder> {
+        std::string found;
+        void check(const clang::ValueDecl* d) {
+          if (found.empty() && d != nullptr && d->getDeclContext()->isRecord() && d->getAccess() == clang::AS_private)
+            found = d->getQualifiedNameAsString();
+        }
+        bool VisitDeclRefExpr(clang::DeclRefExpr* e) {
+          check(e->getDecl());
+          return true;
+        }
+        bool VisitMemberExpr(clang::MemberExpr* e) {
+          check(e->getMemberDecl());
+          return true;
+        }
+      } finder;
+      finder.TraverseStmt(const_cast<clang::Expr*>(param->getDefaultArg()));
+      p.default_private_member = finder.found;
       const bool by_reference = type->isLValueReferenceType() && !type.getNonReferenceType().isConstQualified();
       p.default_type =
           by_reference ? p.code_type : type_name(type.getNonReferenceType().getUnqualifiedType(), context, true);

@@ -75,6 +75,9 @@ struct parameter {
   std::string default_argument;
   source_position default_position;
   std::string default_type;
+  // A private member the default argument uses ("Account::secret"), or empty: the generated
+  // class that evaluates it derives from the class and cannot see private members.
+  std::string default_private_member;
 
   const std::string& spelled_type() const { return code_type.empty() ? type : code_type; }
   const std::string& spelled_key_type() const { return code_key_type.empty() ? key_type : code_key_type; }

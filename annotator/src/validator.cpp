@@ -161,6 +161,15 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                                    "(then only idem::invoke guards it)"));
     return result;
   }
+  if (facts.kind == function_kind::member && !facts.class_is_final)
+    for (const parameter& p : facts.parameters)
+      if (!p.default_private_member.empty()) {
+        out.push_back(error_at(attribute.position,
+                               "the default argument of '" + p.name + "' uses the private '" + p.default_private_member +
+                                   "', which idem::guarded<" + facts.simple_class +
+                                   "> cannot evaluate; make it protected or public"));
+        return result;
+      }
   if (!facts.non_public_overload.empty() && facts.kind == function_kind::member && !facts.class_is_final) {
     out.push_back(error_at(attribute.position,
                            display_name(facts) + " has a non-public overload '" + facts.non_public_overload +

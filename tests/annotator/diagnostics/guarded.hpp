@@ -23,12 +23,16 @@ class Refused {
 
   [[idem::idempotent(key = "event.id")]] virtual void on(const Event& event, int times = 1);
 
+  // expected-error@+1:11 {{the default argument of 'times' uses the private 'Refused::kSecret', which idem::guarded<Refused> cannot evaluate; make it protected or public}}
+  [[idem::idempotent(key = "event.id")]] void secret(const Event& event, int times = kSecret);
+
  protected:
   // expected-error@+1:11 {{'Refused::hook' is protected: the generated idem::policy, idem::invoke and the registration cannot name it outside the class; make it public}}
   [[idem::idempotent(key = "event.id")]] void hook(const Event& event);
 
  private:
   void put(const std::string& text);
+  static constexpr int kSecret = 2;
 };
 
 class Sealed : public Refused {

@@ -225,6 +225,11 @@ TEST_CASE("what idem::guarded<C> cannot override or keep is refused", "[annotato
   f.class_is_final = true;  // no guarded<C>: idem::invoke guards it
   CHECK(validate(attribute({arg("key", "e")}), f).ok());
   f = member();
+  f.parameters.front().default_argument = "secret";
+  f.parameters.front().default_private_member = "OrderListener::secret";
+  CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("uses the private 'OrderListener::secret'") !=
+        std::string::npos);
+  f = member();
   f.non_public_overload = "on(int)";
   CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("non-public overload 'on(int)'") !=
         std::string::npos);
