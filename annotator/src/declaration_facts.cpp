@@ -313,6 +313,7 @@ class guarded_class_finder {
     clang::CXXBasePaths paths(/*FindAmbiguities=*/true, /*RecordPaths=*/true, /*DetectVirtual=*/false);
     if (!record.isDerivedFrom(method.getParent(), paths)) return false;
     if (paths.isAmbiguous(context_.getCanonicalType(context_.getRecordType(method.getParent())))) return false;
+    if (paths.front().Access != clang::AS_public) return false;  // private or protected base: not callable on C
     std::vector<const clang::CXXRecordDecl*> chain{&record};
     for (const clang::CXXBasePathElement& element : paths.front())
       chain.push_back(element.Base->getType()->getAsCXXRecordDecl());

@@ -56,6 +56,12 @@ class Savings : public Account {
   int savings_refunds = 0;
 };
 
+// A private base's annotated methods are not callable on the class: it gets no idem::guarded.
+class Ledger : private Account {
+ public:
+  void close() { log(1); }
+};
+
 // Two nested classes of one name in one namespace.
 struct Retail {
   struct Handler {
