@@ -146,12 +146,16 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                                  "registration cannot name it outside the class; make it public"));
     return result;
   }
-  if (facts.is_noexcept) {
+  // idem::invoke throws outside the function, so a noexcept free function, static member or member
+  // of a final class is fine; idem::guarded<C>'s wrapper is the function (an override must keep
+  // noexcept), and there the throw would be std::terminate.
+  if (facts.is_noexcept && facts.kind == function_kind::member && !facts.class_is_final) {
     out.push_back(error_at(attribute.position,
                            display_name(facts) + " is noexcept, but a guarded call can throw even when the function "
                                                  "does not: in_flight_error for a duplicate that is still running, "
-                                                 "store errors, lease_lost_error; through a noexcept function each "
-                                                 "would call std::terminate; remove noexcept"));
+                                                 "store errors, lease_lost_error; through the noexcept wrapper in "
+                                                 "idem::guarded<" + facts.simple_class +
+                                                 "> each would call std::terminate; remove noexcept"));
     return result;
   }
   if (facts.is_final && facts.kind == function_kind::member && !facts.class_is_final) {

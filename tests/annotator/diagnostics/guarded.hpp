@@ -12,7 +12,7 @@ class Refused {
  public:
   virtual ~Refused() = default;
 
-  // expected-error@+1:11 {{'Refused::quiet' is noexcept, but a guarded call can throw even when the function does not: in_flight_error for a duplicate that is still running, store errors, lease_lost_error; through a noexcept function each would call std::terminate; remove noexcept}}
+  // expected-error@+1:11 {{'Refused::quiet' is noexcept, but a guarded call can throw even when the function does not: in_flight_error for a duplicate that is still running, store errors, lease_lost_error; through the noexcept wrapper in idem::guarded<Refused> each would call std::terminate; remove noexcept}}
   [[idem::idempotent(key = "event.id")]] void quiet(const Event& event) noexcept;
 
   // expected-error@+1:11 {{'Refused::settled' is final: idem::guarded<Refused> must override it to guard calls through a Refused&; remove final, or make the class final (then only idem::invoke guards it)}}
@@ -51,4 +51,10 @@ class Other : public Refused {
 class Closed final {
  public:
   [[idem::idempotent(key = "event.id")]] virtual void on(const Event& event) final;
+};
+
+// idem::invoke throws outside the function: noexcept is fine where there is no guarded<C>.
+[[idem::idempotent(key = "event.id")]] void quiet_free(const Event& event) noexcept;
+struct Statics {
+  [[idem::idempotent(key = "event.id", scope = "Statics.quiet")]] static void quiet(const Event& event) noexcept;
 };

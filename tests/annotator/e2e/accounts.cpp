@@ -21,3 +21,5 @@ void Channel::send(int) { ++sent; }
 void Premium::upgrade(int) { ++upgrades; }
 
 }  // namespace bank
+
+void bank::audit(int) noexcept { ++audits; }

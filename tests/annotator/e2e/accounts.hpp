@@ -97,3 +97,10 @@ class Email : public Channel {
 };
 
 }  // namespace bank
+
+// noexcept where only idem::invoke guards: the duplicate's in_flight_error is thrown by invoke,
+// outside the function.
+namespace bank {
+inline int audits = 0;
+[[idem::idempotent(key = "id")]] void audit(int id) noexcept;
+}  // namespace bank

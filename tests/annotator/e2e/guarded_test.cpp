@@ -102,3 +102,11 @@ TEST_CASE("a base annotated in another header is guarded in the derived class's 
   CHECK(premium.refunds == bank::Account::kTimes);
   CHECK(premium.upgrades == 1);
 }
+
+TEST_CASE("a noexcept free function is guarded through idem::invoke, which throws outside it", "[annotator][e2e]") {
+  idem::memory_store store;
+  idem::engine engine{store};
+  idem::invoke<&bank::audit>(engine, 3);
+  idem::invoke<&bank::audit>(engine, 3);
+  CHECK(bank::audits == 1);
+}

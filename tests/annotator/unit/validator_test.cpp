@@ -213,6 +213,12 @@ TEST_CASE("what idem::guarded<C> cannot override or keep is refused", "[annotato
   f.is_noexcept = true;
   CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("std::terminate; remove noexcept") !=
         std::string::npos);
+  f.class_is_final = true;  // only idem::invoke, which throws outside the function
+  CHECK(validate(attribute({arg("key", "e")}), f).ok());
+  f = member();
+  f.kind = function_kind::free;
+  f.is_noexcept = true;
+  CHECK(validate(attribute({arg("key", "e")}), f).ok());
   f = member();
   f.is_protected = true;
   CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("is protected") != std::string::npos);
