@@ -42,7 +42,7 @@ std::string file_name(const std::string& path) {
 }
 
 std::string duration_expression(std::chrono::milliseconds value) {
-  return "std::chrono::milliseconds{" + std::to_string(value.count()) + "}";
+  return "::std::chrono::milliseconds{" + std::to_string(value.count()) + "}";
 }
 
 std::string location_comment(const function_spec& spec) {
@@ -86,27 +86,40 @@ class writer {
 void emit_options_function(writer& w, const function_spec& spec) {
   const call_options& o = spec.options;
   if (!o.ttl && !o.lease && !o.wait && !o.completion) {
-    w.line("  static call_options options() { return {}; }");
+    w.line("  static ::idem::call_options options() { return {}; }");
     return;
   }
-  w.line("  static call_options options() {");
-  w.line("    call_options options;");
+  w.line("  static ::idem::call_options options() {");
+  w.line("    ::idem::call_options options;");
   if (o.ttl) w.line("    options.ttl = " + duration_expression(*o.ttl) + ";");
   if (o.lease) w.line("    options.lease = " + duration_expression(*o.lease) + ";");
   if (o.wait) w.line("    options.wait = " + duration_expression(*o.wait) + ";");
   if (o.completion)
-    w.line(std::string("    options.completion = completion_mode::") +
+    w.line(std::string("    options.completion = ::idem::completion_mode::") +
            (*o.completion == completion_mode::autonomous ? "autonomous" : "join_transaction") + ";");
   w.line("    return options;");
   w.line("  }");
 }
 
-// The name of the generated helpers of one function in `<namespace>::idem_generated`.
-std::string helper_name(const function_spec& spec, std::size_t index) {
-  const function_facts& facts = spec.facts;
-  std::string name = facts.simple_class.empty() ? facts.name : facts.simple_class + "_" + facts.name;
-  if (facts.is_overloaded) name += "_" + std::to_string(index);
-  return name;
+// The names of the generated helpers of every function in `<namespace>::idem_generated`: the
+// classes between the namespace and the function, the function's name, and its index when the
+// name is overloaded or would otherwise repeat (two nested classes `A::Handler`, `B::Handler`
+// give A_Handler_on and B_Handler_on; `A_B::C` and `A::B_C` are told apart by the index).
+std::vector<std::string> helper_names(const std::vector<function_spec>& specs) {
+  std::vector<std::string> names;
+  std::map<std::string, unsigned> count;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const function_facts& facts = specs[i].facts;
+    const std::string& path = facts.class_path.empty() ? facts.simple_class : facts.class_path;
+    std::string name = path.empty() ? facts.name : path + "_" + facts.name;
+    if (facts.is_overloaded) name += "_" + std::to_string(i);
+    names.push_back(name);
+    ++count[facts.namespace_name + "::" + name];
+  }
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (count[specs[i].facts.namespace_name + "::" + names[i]] > 1 && !specs[i].facts.is_overloaded)
+      names[i] += "_" + std::to_string(i);
+  return names;
 }
 
 std::string helper_namespace(const function_facts& facts) {
@@ -116,20 +129,31 @@ std::string helper_namespace(const function_facts& facts) {
 std::string key_parameters(const function_facts& facts, bool maybe_unused) {
   std::string out;
   for (std::size_t i = 0; i < facts.parameters.size(); ++i)
-    out += (i ? ", " : "") + std::string(maybe_unused ? "[[maybe_unused]] " : "") + facts.parameters[i].key_type + " " +
-           parameter_name(facts, i);
+    out += (i ? ", " : "") + std::string(maybe_unused ? "[[maybe_unused]] " : "") +
+           facts.parameters[i].spelled_key_type() + " " + parameter_name(facts, i);
   return out;
+}
+
+std::string code_class(const function_facts& facts) { return "::" + facts.qualified_class; }
+
+// Whether idem::guarded<C> declares this method, and so needs its default arguments.
+bool in_guarded_class(const function_facts& facts) {
+  return facts.kind == function_kind::member && !facts.class_is_final;
+}
+
+bool has_defaults(const function_facts& facts) {
+  return std::any_of(facts.parameters.begin(), facts.parameters.end(),
+                     [](const parameter& p) { return !p.default_argument.empty(); });
 }
 
 // The key expression and the codec name, compiled in the namespace of the annotated function
 // (where the attribute was written), exactly as idem-annotate checked them.
-void emit_helpers(writer& w, const function_spec& spec, std::size_t index) {
+void emit_helpers(writer& w, const function_spec& spec, const std::string& name) {
   const function_facts& facts = spec.facts;
-  const std::string name = helper_name(spec, index);
   w.line(facts.namespace_open + "namespace idem_generated {");
   w.line();
   w.line("// The key of " + location_comment(spec) + ".");
-  w.line("inline std::string " + name + "_key(" + key_parameters(facts, true) + ") {");
+  w.line("inline ::std::string " + name + "_key(" + key_parameters(facts, true) + ") {");
   // The key expression keeps the attribute's line and column, so that a compile error in it
   // (say, after the parameter's type changed) still points at the attribute.
   std::string prefix = "  return ::idem::to_key(";
@@ -146,59 +170,103 @@ void emit_helpers(writer& w, const function_spec& spec, std::size_t index) {
     w.line(std::string(spec.codec_position.column > 1 ? spec.codec_position.column - 1 : 0, ' ') + spec.codec + ";");
     w.restore_numbering();
   }
+  if (in_guarded_class(facts) && has_defaults(facts)) {
+    // The default arguments, evaluated where the class's own are: in its namespace, with its
+    // members in scope (a class derived from it sees them; it is never instantiated).
+    w.line();
+    w.line("struct " + name + "_defaults : " + code_class(facts) + " {");
+    for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
+      const parameter& p = facts.parameters[i];
+      if (p.default_argument.empty()) continue;
+      w.line("  static " + p.default_type + " argument_" + std::to_string(i) + "() {");
+      std::string start = "    return ";
+      const unsigned at = p.default_position.column;
+      if (at > start.size() + 1) start += std::string(at - 1 - start.size(), ' ');
+      w.line("#line " + std::to_string(p.default_position.line) + " " + quote(p.default_position.file));
+      w.line(start + p.default_argument + ";");
+      w.restore_numbering();
+      w.line("  }");
+    }
+    w.line("};");
+  }
   w.line();
   w.line("}  " + facts.namespace_close + "// namespace " +
          (facts.namespace_name.empty() ? std::string() : facts.namespace_name + "::") + "idem_generated");
   w.line();
 }
 
-void emit_key_function(writer& w, const function_spec& spec, std::size_t index) {
+void emit_key_function(writer& w, const function_spec& spec, const std::string& name) {
   const function_facts& facts = spec.facts;
-  w.line("  static std::string key(" + key_parameters(facts, false) + ") {");
-  w.line("    return " + helper_namespace(facts) + helper_name(spec, index) + "_key(" + argument_list(facts) + ");");
+  w.line("  static ::std::string key(" + key_parameters(facts, false) + ") {");
+  w.line("    return " + helper_namespace(facts) + name + "_key(" + argument_list(facts) + ");");
   w.line("  }");
+  if (in_guarded_class(facts))
+    for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
+      const parameter& p = facts.parameters[i];
+      if (p.default_argument.empty()) continue;
+      w.line("  // The default argument of '" + parameter_name(facts, i) + "', for idem::guarded<" + facts.simple_class +
+             ">.");
+      w.line("  static " + p.default_type + " default_argument_" + std::to_string(i) + "() {");
+      w.line("    return " + helper_namespace(facts) + name + "_defaults::argument_" + std::to_string(i) + "();");
+      w.line("  }");
+    }
 }
 
-void emit_policy(writer& w, const function_spec& spec, std::size_t index) {
+void emit_policy(writer& w, const function_spec& spec, const std::string& name) {
   const function_facts& facts = spec.facts;
   w.line("// " + location_comment(spec));
   w.line("template <>");
   w.line("struct policy<" + function_pointer_expression(facts) + "> {");
-  w.line("  static constexpr std::string_view function = " + quote(facts.qualified_name) + ";");
-  w.line("  static constexpr std::string_view scope = " + quote(spec.scope) + ";");
-  w.line("  static constexpr std::string_view file = " + quote(spec.position.file) + ";");
+  w.line("  static constexpr ::std::string_view function = " + quote(facts.qualified_name) + ";");
+  w.line("  static constexpr ::std::string_view scope = " + quote(spec.scope) + ";");
+  w.line("  static constexpr ::std::string_view file = " + quote(spec.position.file) + ";");
   w.line("  static constexpr unsigned line = " + std::to_string(spec.position.line) + ";");
   w.line("  static constexpr unsigned column = " + std::to_string(spec.position.column) + ";");
   w.line("  static constexpr bool http_endpoint = " + std::string(facts.http_endpoint ? "true" : "false") + ";");
   if (!spec.codec.empty())
-    w.line("  using codec = " + helper_namespace(facts) + helper_name(spec, index) + "_codec;  // " + spec.codec);
+    w.line("  using codec = " + helper_namespace(facts) + name + "_codec;  // " + spec.codec);
   w.line("  static const bool registered;  // defined in the generated .cpp");
   w.line();
   emit_options_function(w, spec);
   w.line();
-  emit_key_function(w, spec, index);
+  emit_key_function(w, spec, name);
   w.line("};");
   w.line();
 }
 
-void emit_guarded(writer& w, const std::string& cls, const std::vector<const function_spec*>& methods) {
-  w.line("// Every annotated method of " + cls + " routed through the engine; see <idem/invoke.hpp>.");
+void emit_guarded(writer& w, const guarded_class& cls) {
+  const std::string& c = cls.code_name;
+  w.line("// Every annotated method of " + cls.name + " routed through the engine; see <idem/invoke.hpp>.");
   w.line("template <>");
-  w.line("class guarded<" + cls + "> : public " + cls + " {");
+  w.line("class guarded<" + c + "> : public " + c + " {");
   w.line(" public:");
-  w.line("  // Constructs " + cls + " from `args` and guards its annotated methods with `idem_engine`,");
+  w.line("  // Constructs " + cls.name + " from `args` and guards its annotated methods with `idem_engine`,");
   w.line("  // which must outlive this object.");
   w.line("  template <class... Args>");
-  w.line("    requires std::constructible_from<" + cls + ", Args...>");
+  w.line("    requires ::std::constructible_from<" + c + ", Args...>");
   w.line("  explicit guarded(::idem::engine& idem_engine, Args&&... args)");
-  w.line("      : " + cls + "(std::forward<Args>(args)...), idem_engine_(idem_engine) {}");
-  for (const function_spec* spec : methods) {
-    const function_facts& facts = spec->facts;
+  w.line("      : " + c + "(::std::forward<Args>(args)...), idem_engine_(idem_engine) {}");
+  // Every overload of an annotated name stays callable as on the class: the guarded declarations
+  // below hide only the overloads they guard.
+  std::vector<std::string> names;
+  for (const guarded_method& method : cls.methods)
+    if (std::find(names.begin(), names.end(), method.facts.name) == names.end()) names.push_back(method.facts.name);
+  w.line();
+  for (const std::string& name : names) w.line("  using " + c + "::" + name + ";");
+  for (const guarded_method& method : cls.methods) {
+    const function_facts& facts = method.facts;
+    const std::string policy = "::idem::policy<" + function_pointer_expression(facts) + ">";
+    const std::string& result = spelled_return_type(facts);
     w.line();
-    w.line("  // " + location_comment(*spec));
-    std::string signature = "  " + facts.return_type + " " + facts.name + "(";
-    for (std::size_t i = 0; i < facts.parameters.size(); ++i)
-      signature += (i ? ", " : "") + facts.parameters[i].type + " " + parameter_name(facts, i);
+    w.line("  // " + facts.qualified_name + ", " + file_name(method.position.file) + ":" +
+           std::to_string(method.position.line) + ":" + std::to_string(method.position.column) +
+           (method.inherited ? " (inherited)" : ""));
+    std::string signature = "  " + result + " " + facts.name + "(";
+    for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
+      const parameter& p = facts.parameters[i];
+      signature += (i ? ", " : "") + p.spelled_type() + " " + parameter_name(facts, i);
+      if (!p.default_argument.empty()) signature += " = " + policy + "::default_argument_" + std::to_string(i) + "()";
+    }
     signature += ")";
     if (facts.is_const) signature += " const";
     if (facts.ref_qualifier == "&") signature += " &";
@@ -208,14 +276,16 @@ void emit_guarded(writer& w, const std::string& cls, const std::vector<const fun
     std::string forwarded;
     for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
       const std::string name = parameter_name(facts, i);
-      forwarded += (i ? ", " : "") + std::string("std::forward<decltype(") + name + ")>(" + name + ")";
+      forwarded += (i ? ", " : "") + std::string("::std::forward<decltype(") + name + ")>(" + name + ")";
     }
-    const std::string base_call = "this->" + cls + "::" + facts.name + "(" + forwarded + ")";
+    // The class's own (or inherited) function by its qualified name: an unqualified call would
+    // dispatch back into this override.
+    const std::string base_call = "this->" + c + "::" + facts.name + "(" + forwarded + ")";
     const std::string action = facts.returns_void ? "[&]() -> void { " + base_call + "; }"
-                                                   : "[&]() -> " + facts.return_type + " { return " + base_call + "; }";
+                                                   : "[&]() -> " + result + " { return " + base_call + "; }";
     const std::string arguments = argument_list(facts);
-    w.line(std::string("    ") + (facts.returns_void ? "" : "return ") + "::idem::detail::run<policy<" +
-           function_pointer_expression(facts) + ">, " + facts.return_type + ">(");
+    w.line(std::string("    ") + (facts.returns_void ? "" : "return ") + "::idem::run_guarded<" +
+           function_pointer_expression(facts) + ">(");
     w.line("        idem_engine_, " + action + (arguments.empty() ? "" : ", " + arguments) + ");");
     w.line("  }");
   }
@@ -232,15 +302,36 @@ std::string optional_duration(const std::optional<std::chrono::milliseconds>& va
 
 }  // namespace
 
+std::vector<guarded_class> guarded_classes(const std::vector<function_spec>& specs) {
+  std::vector<guarded_class> classes;
+  for (const function_spec& spec : specs) {
+    if (!in_guarded_class(spec.facts)) continue;
+    auto it = std::find_if(classes.begin(), classes.end(),
+                           [&](const guarded_class& c) { return c.name == spec.facts.qualified_class; });
+    if (it == classes.end()) {
+      classes.push_back({spec.facts.qualified_class, code_class(spec.facts), {}, {}});
+      it = classes.end() - 1;
+    }
+    it->methods.push_back({spec.facts, spec.position, false});
+  }
+  return classes;
+}
+
 std::string function_pointer_expression(const function_facts& facts) {
-  const std::string name = "&" + facts.qualified_name;
+  const std::string name = "&::" + facts.qualified_name;
   if (!facts.is_overloaded || facts.pointer_type.empty()) return name;
   return "static_cast<" + facts.pointer_type + ">(" + name + ")";
 }
 
 generated_files emit(const std::vector<function_spec>& specs, const emit_options& options) {
+  return emit(specs, guarded_classes(specs), options);
+}
+
+generated_files emit(const std::vector<function_spec>& specs, const std::vector<guarded_class>& classes,
+                     const emit_options& options) {
   generated_files files;
   const std::string source_name = file_name(options.source_path);
+  const std::vector<std::string> names = helper_names(specs);
 
   // The header: policies, then one guarded<C> per class.
   writer h(options.header_name);
@@ -261,20 +352,25 @@ generated_files emit(const std::vector<function_spec>& specs, const emit_options
   h.line();
   h.line("#include " + quote(options.include_as));
   h.line();
-  for (std::size_t i = 0; i < specs.size(); ++i) emit_helpers(h, specs[i], i);
+  std::vector<std::pair<std::string, std::string>> includes;
+  for (const guarded_class& cls : classes)
+    for (const auto& include : cls.includes)
+      if (std::find(includes.begin(), includes.end(), include) == includes.end()) includes.push_back(include);
+  for (const auto& [generated, header] : includes) {
+    // The policies of inherited methods annotated in another header.
+    h.line("#if __has_include(" + quote(generated) + ")");
+    h.line("#include " + quote(generated));
+    h.line("#else");
+    h.line("#error " + quote("idem: a class of " + source_name + " inherits methods annotated in " + header +
+                             "; generate that header too (idem_generate(<target> HEADERS ... " + header + "))"));
+    h.line("#endif");
+    h.line();
+  }
+  for (std::size_t i = 0; i < specs.size(); ++i) emit_helpers(h, specs[i], names[i]);
   h.line("namespace idem {");
   h.line();
-  std::vector<std::string> class_order;
-  std::map<std::string, std::vector<const function_spec*>> methods_by_class;
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    const function_spec& spec = specs[i];
-    emit_policy(h, spec, i);
-    if (spec.facts.kind != function_kind::member) continue;
-    auto [it, inserted] = methods_by_class.try_emplace(spec.facts.qualified_class);
-    if (inserted) class_order.push_back(spec.facts.qualified_class);
-    it->second.push_back(&spec);
-  }
-  for (const std::string& cls : class_order) emit_guarded(h, cls, methods_by_class[cls]);
+  for (std::size_t i = 0; i < specs.size(); ++i) emit_policy(h, specs[i], names[i]);
+  for (const guarded_class& cls : classes) emit_guarded(h, cls);
   h.line("}  // namespace idem");
   files.header = h.text();
 
@@ -292,7 +388,7 @@ generated_files emit(const std::vector<function_spec>& specs, const emit_options
   for (const function_spec& spec : specs) {
     const std::string p = "policy<" + function_pointer_expression(spec.facts) + ">";
     s.line();
-    s.line("const bool " + p + "::registered = detail::register_policy(detail::policy_info{");
+    s.line("const bool " + p + "::registered = ::idem::register_policy(::idem::policy_info{");
     s.line("    .function = " + p + "::function,");
     s.line("    .scope = " + p + "::scope,");
     s.line("    .scope_explicit = " + std::string(spec.scope_is_default ? "false" : "true") + ",");

@@ -28,6 +28,13 @@ struct generated_files {
 // its exact pointer type when the name is overloaded.
 std::string function_pointer_expression(const function_facts& facts);
 
+// The guarded classes of `specs` alone: each class with annotated non-static methods, its own
+// methods only (the frontend adds inherited ones, which need Clang to find).
+std::vector<guarded_class> guarded_classes(const std::vector<function_spec>& specs);
+
+generated_files emit(const std::vector<function_spec>& specs, const std::vector<guarded_class>& classes,
+                     const emit_options& options);
+// The same with guarded_classes(specs).
 generated_files emit(const std::vector<function_spec>& specs, const emit_options& options);
 
 }  // namespace idem::annotate

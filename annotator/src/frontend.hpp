@@ -23,6 +23,7 @@ struct analysis_request {
 
 struct analysis_result {
   std::vector<function_spec> specs;       // valid annotations, in source order
+  std::vector<guarded_class> classes;     // every idem::guarded<C> to generate, inherited methods included
   std::vector<diagnostic> diagnostics;    // ours and Clang's, in the order they arose
   std::vector<std::string> dependencies;  // every file the parse read
   bool ok = false;                        // no error at all

@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
     settings.source_path = o.source;
     settings.include_as = o.include_as.empty() ? o.source : o.include_as;
     settings.header_name = fs::path(o.output_header).filename().string();
-    const generated_files files = emit(result.specs, settings);
+    const generated_files files = emit(result.specs, result.classes, settings);
     if (!write_if_changed(o.output_header, files.header) || !write_if_changed(o.output_source, files.source)) return 1;
     if (!o.manifest.empty() && !write_if_changed(o.manifest, files.manifest)) return 1;
   } else if (!o.manifest.empty()) {
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     settings.source_path = o.source;
     settings.include_as = o.source;
     settings.header_name = fs::path(o.source).stem().string() + ".idem.hpp";
-    if (!write_if_changed(o.manifest, emit(result.specs, settings).manifest)) return 1;
+    if (!write_if_changed(o.manifest, emit(result.specs, result.classes, settings).manifest)) return 1;
   }
   if (!o.depfile.empty()) {
     const std::string target = !o.output_header.empty() ? o.output_header : o.manifest;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <idem/context.hpp>
@@ -60,10 +61,26 @@ struct raw_attribute {
 };
 
 struct parameter {
-  std::string type;      // fully qualified, as it must be spelled in generated code
+  std::string type;      // fully qualified, as messages show it: "const shop::OrderPlaced&"
   std::string key_type;  // what the key function takes: `const T&` for `T` and `T&&`, `T&` for `T&`
   std::string name;      // empty if unnamed
   source_position position;  // of the name in the declaration
+  // The same types as generated code spells them, from the global namespace ("const
+  // ::shop::OrderPlaced&"), so that no name of idem's or of the class can capture them. Empty =
+  // `type` / `key_type` (hand-built facts in unit tests).
+  std::string code_type;
+  std::string code_key_type;
+  // The default argument as written (empty: none), and what a function returning it returns:
+  // the parameter's type without `const &` (a non-const lvalue reference stays a reference).
+  std::string default_argument;
+  source_position default_position;
+  std::string default_type;
+  // A private member the default argument uses ("Account::secret"), or empty: the generated
+  // class that evaluates it derives from the class and cannot see private members.
+  std::string default_private_member;
+
+  const std::string& spelled_type() const { return code_type.empty() ? type : code_type; }
+  const std::string& spelled_key_type() const { return code_key_type.empty() ? key_type : code_key_type; }
 };
 
 enum class function_kind { free, static_member, member };
@@ -76,7 +93,11 @@ struct function_facts {
   std::string simple_class;     // "OrderListener" (empty for a free function)
   std::string qualified_class;  // "shop::OrderListener" (empty for a free function)
   std::string return_type;      // fully qualified, "void" for none
-  std::string pointer_type;     // "void (shop::OrderListener::*)(const shop::OrderPlaced &)"
+  std::string code_return_type; // as generated code spells it ("::shop::Receipt"); empty = return_type
+  std::string pointer_type;     // "void (::shop::OrderListener::*)(const ::shop::OrderPlaced&)"
+  // The classes between the namespace and the function, joined by '_' ("Outer_Handler"), so that
+  // helpers of two nested classes of the same name do not collide; empty = simple_class.
+  std::string class_path;
   bool returns_void = true;
   bool returns_reference = false;
   bool is_virtual = false;
@@ -85,6 +106,12 @@ struct function_facts {
   std::string ref_qualifier;  // "", "&" or "&&"
   bool is_noexcept = false;
   bool is_private = false;
+  bool is_protected = false;
+  bool is_final = false;           // a virtual function marked final
+  bool class_is_final = false;     // its class is final: there is no idem::guarded<C>, only invoke
+  // An overload of the same name in the class that is not public ("void put(std::string)"), or
+  // empty: idem::guarded<C> re-declares the name with `using C::m;`, which must not change access.
+  std::string non_public_overload;
   bool is_template = false;        // a function template or a member of a class template
   bool is_special = false;         // constructor, destructor, conversion or operator
   bool is_overloaded = false;      // the name has other overloads: generated code casts
@@ -98,6 +125,11 @@ struct function_facts {
   std::string namespace_close;
   std::string namespace_name;
 };
+
+// The spelling of a function's return type in generated code.
+inline const std::string& spelled_return_type(const function_facts& facts) {
+  return facts.code_return_type.empty() ? facts.return_type : facts.code_return_type;
+}
 
 // Everything the generated code needs about one annotated function: the validated attribute.
 struct function_spec {
@@ -113,6 +145,24 @@ struct function_spec {
   std::string codec;               // empty for a void function
   source_position codec_position;
   std::vector<source_position> codec_characters;
+};
+
+// One annotated method that idem::guarded<C> overrides (virtual) or hides (non-virtual): declared
+// in C, or inherited from an annotated base (then its policy is the base's).
+struct guarded_method {
+  function_facts facts;       // of the annotated declaration
+  source_position position;   // of its attribute
+  bool inherited = false;
+};
+
+// One idem::guarded<C>: every annotated method C has, its own and inherited ones.
+struct guarded_class {
+  std::string name;        // "shop::OrderListener", for comments
+  std::string code_name;   // "::shop::OrderListener"
+  std::vector<guarded_method> methods;
+  // Generated headers that define the policies of inherited methods annotated in other headers,
+  // each with the header it is generated from: {"base.idem.hpp", "base.hpp"}.
+  std::vector<std::pair<std::string, std::string>> includes;
 };
 
 // The result of validating one attribute: a spec, or at least one error.

@@ -135,9 +135,51 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
     return result;
   }
   if (facts.is_private && facts.kind == function_kind::member) {
-    out.push_back(error_at(attribute.position, display_name(facts) + " is private: the generated idem::guarded<" +
-                                                   facts.simple_class +
-                                                   "> cannot call it; make it protected or public"));
+    out.push_back(error_at(attribute.position, display_name(facts) +
+                                                   " is private: the generated idem::policy and idem::guarded<" +
+                                                   facts.simple_class + "> cannot name it; make it public"));
+    return result;
+  }
+  if (facts.is_protected && facts.kind == function_kind::member) {
+    out.push_back(error_at(attribute.position,
+                           display_name(facts) + " is protected: the generated idem::policy, idem::invoke and the "
+                                                 "registration cannot name it outside the class; make it public"));
+    return result;
+  }
+  // idem::invoke throws outside the function, so a noexcept free function, static member or member
+  // of a final class is fine; idem::guarded<C>'s wrapper is the function (an override must keep
+  // noexcept), and there the throw would be std::terminate.
+  if (facts.is_noexcept && facts.kind == function_kind::member && !facts.class_is_final) {
+    out.push_back(error_at(attribute.position,
+                           display_name(facts) + " is noexcept, but a guarded call can throw even when the function "
+                                                 "does not: in_flight_error for a duplicate that is still running, "
+                                                 "store errors, lease_lost_error; through the noexcept wrapper in "
+                                                 "idem::guarded<" + facts.simple_class +
+                                                 "> each would call std::terminate; remove noexcept"));
+    return result;
+  }
+  if (facts.is_final && facts.kind == function_kind::member && !facts.class_is_final) {
+    out.push_back(error_at(attribute.position, display_name(facts) + " is final: idem::guarded<" + facts.simple_class +
+                                                   "> must override it to guard calls through a " +
+                                                   facts.simple_class + "&; remove final, or make the class final "
+                                                   "(then only idem::invoke guards it)"));
+    return result;
+  }
+  if (facts.kind == function_kind::member && !facts.class_is_final)
+    for (const parameter& p : facts.parameters)
+      if (!p.default_private_member.empty()) {
+        out.push_back(error_at(attribute.position,
+                               "the default argument of '" + p.name + "' uses the private '" + p.default_private_member +
+                                   "', which idem::guarded<" + facts.simple_class +
+                                   "> cannot evaluate; make it protected or public"));
+        return result;
+      }
+  if (!facts.non_public_overload.empty() && facts.kind == function_kind::member && !facts.class_is_final) {
+    out.push_back(error_at(attribute.position,
+                           display_name(facts) + " has a non-public overload '" + facts.non_public_overload +
+                               "': idem::guarded<" + facts.simple_class + "> keeps every overload callable with `using " +
+                               facts.simple_class + "::" + facts.name +
+                               ";`, which would change its access; make the overloads public or rename one"));
     return result;
   }
   if (facts.ref_qualifier == "&&") {

@@ -5,7 +5,13 @@
 //     T decode(const payload&) const;                        (a codec for one type), or
 //     template <class U> U decode(const payload&) const;     (a codec for many types)
 // Static member functions work too. idem::json_codec ships for every type nlohmann/json can
-// serialise. A decode that meets a payload it cannot read throws corrupt_record_error.
+// serialise (idem::json_serializable, std::optional of one included). A decode that meets a
+// payload it cannot read throws corrupt_record_error.
+//
+// A codec for many types must constrain its templates to the types it really handles: codec_for
+// only sees declarations, so an unconstrained `template <class T> payload encode(const T&)`
+// satisfies it for every T and fails later, inside its body. idem-annotate checks
+// codec_for<C, R> at the `codec` argument of every value-returning annotated function.
 #pragma once
 
 #include <concepts>

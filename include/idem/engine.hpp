@@ -104,8 +104,7 @@ class engine {
     requires std::is_void_v<std::invoke_result_t<Action&>>
   [[nodiscard]] outcome<void> execute(const context& ctx, Action&& action);
 
-  // Applies the outcome mapper to an in-flight answer (by default throws in_flight_error).
-  void map_in_flight(const context& ctx, const in_flight& answer) const;
+  friend void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);
 
   const config& settings() const noexcept { return config_; }
   store& backing_store() const noexcept { return store_; }
@@ -134,6 +133,12 @@ class engine {
   std::unique_ptr<detail::heartbeat_scheduler> heartbeat_;
   std::unique_ptr<detail::periodic_purge> purge_;  // null when config.purge_interval is zero
 };
+
+// Applies `eng`'s outcome mapper to an in-flight answer for ctx (by default throws
+// in_flight_error carrying the holder's remaining lease; the message names the record, never the
+// key). idem::invoke and idem::run_guarded call it; so may hand-written code that executes
+// through the engine directly.
+void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);
 
 // ---------------------------------------------------------------------------------------------
 // Implementation details follow.

@@ -43,13 +43,17 @@ namespace idem {
 //   static std::string key(const Params&...);     // the key expression, through idem::to_key
 //   using codec = C;                              // only when F returns a value
 //   static const bool registered;                 // defined in the generated .cpp
+//   static P default_argument_N();                // per defaulted parameter N of a member of a
+//                                                 // non-final class: what idem::guarded<C> passes
 template <auto F>
 struct policy;
 
 // idem::guarded<C>
 //
-// Generated for each class with annotated non-static methods: derives from C, overrides (virtual)
-// or hides (non-virtual) each annotated method and routes it through the engine. Constructed as
+// Generated for each non-final class with annotated non-static methods, its own or inherited
+// from annotated bases: derives from C, overrides (virtual) or hides (non-virtual) each annotated
+// method with the same parameters and default arguments, keeps C's other overloads of those
+// names (`using C::m;`), and routes each call through idem::run_guarded. Constructed as
 // `guarded<C>{engine, C's constructor arguments...}`. The primary template is never defined.
 template <class C>
 class guarded;
@@ -116,19 +120,32 @@ R run(engine& eng, Action&& action, Args&... args) {
   const context ctx = eng.make_context(std::string(Policy::scope), Policy::key(args...), Policy::options());
   if constexpr (std::is_void_v<R>) {
     outcome<void> result = eng.execute(ctx, action);
-    if (const auto* busy = std::get_if<in_flight>(&result)) eng.map_in_flight(ctx, *busy);
+    if (const auto* busy = std::get_if<in_flight>(&result)) map_in_flight(eng, ctx, *busy);
   } else {
     using codec = typename Policy::codec;
     outcome<R> result = eng.template execute<R>(ctx, action, codec{});
     if (auto* ran = std::get_if<executed<R>>(&result)) return std::move(ran->value);
     if (auto* replay = std::get_if<replayed<R>>(&result)) return std::move(replay->value);
     const in_flight busy = std::get<in_flight>(result);
-    eng.map_in_flight(ctx, busy);
+    map_in_flight(eng, ctx, busy);
     throw in_flight_error(ctx.id.to_string(), busy.retry_after);
   }
 }
 
 }  // namespace detail
+
+// idem::run_guarded<F>(engine, action, args...)
+//
+// What a generated idem::guarded<C> calls for its annotated method F: runs `action` (which calls
+// the original, by its qualified name) at most once per key of policy<F>, computed from `args`
+// (the call's arguments), and returns its result, or on a duplicate the first result decoded by
+// the policy's codec. An in-flight answer goes through idem::map_in_flight: if the engine's
+// outcome mapper returns, a void function returns without running and a value-returning one
+// throws in_flight_error. Throws what idem::invoke throws.
+template <auto F, class Action, class... Args>
+detail::result_of<F> run_guarded(engine& eng, Action&& action, Args&... args) {
+  return detail::run<policy<F>, detail::result_of<F>>(eng, action, args...);
+}
 
 // idem::invoke<F>(engine, object, args...)   (F a pointer to a non-static member function)
 // idem::invoke<F>(engine, args...)           (F a pointer to a free or static member function)

@@ -1,7 +1,10 @@
 // idem/json_codec.hpp — a codec for every type nlohmann/json can serialise.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +14,48 @@
 
 namespace idem {
 
+namespace detail {
+
+// Whether nlohmann::json converts T both ways (to_json / from_json, NLOHMANN_DEFINE_TYPE_*, or an
+// adl_serializer), std::optional<T> (null when empty) included.
+template <class T>
+struct json_convertible
+    : std::bool_constant<std::is_constructible_v<nlohmann::json, const T&> &&
+                         requires(const nlohmann::json& j) { j.template get<T>(); }> {};
+template <class T>
+struct json_convertible<std::optional<T>> : json_convertible<T> {};
+
+template <class T>
+nlohmann::json to_json_value(const T& value) {
+  if constexpr (requires { typename T::value_type; requires std::is_same_v<T, std::optional<typename T::value_type>>; }) {
+    if (!value.has_value()) return nullptr;
+    return to_json_value(*value);
+  } else {
+    return nlohmann::json(value);
+  }
+}
+
+template <class T>
+T from_json_value(const nlohmann::json& j) {
+  if constexpr (requires { typename T::value_type; requires std::is_same_v<T, std::optional<typename T::value_type>>; }) {
+    if (j.is_null()) return std::nullopt;
+    return T(from_json_value<typename T::value_type>(j));
+  } else {
+    return j.template get<T>();
+  }
+}
+
+}  // namespace detail
+
+// idem::json_serializable<T>
+//
+// What idem::json_codec encodes and decodes: every type nlohmann::json converts both ways, and
+// std::optional of one (an empty optional is stored as JSON null). A type without to_json /
+// from_json fails this concept, and so idem::codec_for<idem::json_codec, T>, instead of failing
+// deep inside nlohmann/json.
+template <class T>
+concept json_serializable = detail::json_convertible<std::remove_cvref_t<T>>::value;
+
 // idem::json_codec
 //
 // Encodes a value with nlohmann::json (to_json / NLOHMANN_DEFINE_TYPE_*) into an
@@ -19,19 +64,19 @@ namespace idem {
 struct json_codec {
   static constexpr std::string_view type = "application/json";
 
-  template <class T>
+  template <json_serializable T>
   payload encode(const T& value) const {
     payload p;
     p.type = std::string(type);
-    p.body = nlohmann::json(value).dump();
+    p.body = detail::to_json_value(value).dump();
     return p;
   }
 
-  template <class T>
+  template <json_serializable T>
   T decode(const payload& p) const {
     if (p.type != type) throw corrupt_record_error("json_codec cannot decode a payload of type '" + p.type + "'");
     try {
-      return nlohmann::json::parse(p.body).get<T>();
+      return detail::from_json_value<T>(nlohmann::json::parse(p.body));
     } catch (const nlohmann::json::exception& e) {
       throw corrupt_record_error(std::string("json_codec could not decode the stored payload: ") + e.what());
     }

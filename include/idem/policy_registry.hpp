@@ -80,3 +80,12 @@ std::vector<scope_conflict> scope_conflicts(std::span<const scope_claim> claims)
 void check_shared_scopes(const std::vector<policy_info>& policies);
 
 }  // namespace idem::detail
+
+namespace idem {
+
+// The registration is public API: generated .idem.cpp files (and a hand-written policy's
+// `registered`) call idem::register_policy(idem::policy_info{...}).
+using detail::policy_info;
+using detail::register_policy;
+
+}  // namespace idem

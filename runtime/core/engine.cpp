@@ -117,9 +117,9 @@ context engine::make_context(std::string scope, std::string key, const call_opti
   return ctx;
 }
 
-void engine::map_in_flight(const context& ctx, const in_flight& answer) const {
-  if (hooks_.map_in_flight) {
-    hooks_.map_in_flight(ctx, answer);
+void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer) {
+  if (eng.hooks_.map_in_flight) {
+    eng.hooks_.map_in_flight(ctx, answer);
     return;
   }
   throw in_flight_error(ctx.id.to_string(), answer.retry_after);

@@ -54,7 +54,7 @@ TEST_CASE("config: bad JSON fails with the member named", "[config]") {
   CHECK_THROWS_AS(idem::config::from_json("{not json"), idem::configuration_error);
 }
 
-TEST_CASE("config: read from a file; a missing file is named", "[config]") {
+TEST_CASE("config: read from a file, and a missing file is named", "[config]") {
   const auto path = std::filesystem::temp_directory_path() / "idem-config-test.json";
   {
     std::ofstream out(path);

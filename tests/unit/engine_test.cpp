@@ -205,7 +205,7 @@ TEST_CASE("engine: the default outcome mapper throws in_flight_error without the
   const std::string secret = "user@example.com";
   const auto ctx = engine.make_context("S.m", secret);
   try {
-    engine.map_in_flight(ctx, idem::in_flight{1500ms});
+    idem::map_in_flight(engine, ctx, idem::in_flight{1500ms});
     FAIL("expected in_flight_error");
   } catch (const idem::in_flight_error& e) {
     CHECK(e.retry_after() == 1500ms);
@@ -218,7 +218,7 @@ TEST_CASE("engine: a custom outcome mapper decides the in-flight answer", "[engi
   idem::memory_store store;
   std::chrono::milliseconds seen{-1};
   idem::engine engine(store, {}, {.map_in_flight = [&](const idem::context&, const idem::in_flight& f) { seen = f.retry_after; }});
-  CHECK_NOTHROW(engine.map_in_flight(engine.make_context("S.m", "k"), idem::in_flight{42ms}));
+  CHECK_NOTHROW(idem::map_in_flight(engine, engine.make_context("S.m", "k"), idem::in_flight{42ms}));
   CHECK(seen == 42ms);
 }
 

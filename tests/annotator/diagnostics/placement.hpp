@@ -52,7 +52,7 @@ struct Placement {
   [[idem::idempotent(key = "event.id")]] static void m(const Event& event);
 
  private:
-  // expected-error@+1:11 {{'Placement::l' is private: the generated idem::guarded<Placement> cannot call it; make it protected or public}}
+  // expected-error@+1:11 {{'Placement::l' is private: the generated idem::policy and idem::guarded<Placement> cannot name it; make it public}}
   [[idem::idempotent(key = "event.id")]] void l(const Event& event);
 };
 

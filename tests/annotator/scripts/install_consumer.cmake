@@ -1,5 +1,7 @@
 # Installs idem's build tree into WORK/prefix, builds the consumer project in SOURCE against it
-# with find_package(idem), runs it, and checks idem_generate's incremental behaviour:
+# with find_package(idem) (checking IDEM_INCLUDE_DIR and IDEM_ANNOTATE_INCLUDE_DIR), runs it and a
+# shared library that links the static idem::runtime, and checks idem_generate's incremental
+# behaviour:
 #   - a no-op rebuild runs no generator command;
 #   - touching a header that one annotated header includes regenerates only that header's output.
 function(run)
@@ -15,13 +17,15 @@ file(REMOVE_RECURSE ${WORK})
 file(COPY ${SOURCE}/ DESTINATION ${WORK}/source)
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}/prefix)
 run(${CMAKE_COMMAND} -S ${WORK}/source -B ${WORK}/build -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX}
-    -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_BUILD_TYPE=Debug)
+    -DCMAKE_PREFIX_PATH=${WORK}/prefix -DIDEM_EXPECTED_PREFIX=${WORK}/prefix -DCMAKE_BUILD_TYPE=Debug)
 run(${CMAKE_COMMAND} --build ${WORK}/build -j 2)
 if(NOT output MATCHES "idem-annotate billing.hpp" OR NOT output MATCHES "idem-annotate mailing.hpp")
   message(FATAL_ERROR "the first build did not run the generator for both headers:\n${output}")
 endif()
 run(${WORK}/build/consumer)
 message(STATUS "consumer: ${output}")
+run(${WORK}/build/consumer_shared)
+message(STATUS "shared-library consumer: ${output}")
 
 run(${CMAKE_COMMAND} --build ${WORK}/build -j 2)
 if(output MATCHES "idem-annotate")

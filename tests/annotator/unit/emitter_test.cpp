@@ -12,6 +12,15 @@ namespace {
 using namespace idem::annotate;
 using namespace std::chrono_literals;
 
+// A parameter with its types and name (the rest empty).
+parameter make_parameter(std::string type, std::string key_type, std::string name) {
+  parameter p;
+  p.type = std::move(type);
+  p.key_type = std::move(key_type);
+  p.name = std::move(name);
+  return p;
+}
+
 function_spec settle_spec() {
   function_spec s;
   s.facts.kind = function_kind::member;
@@ -26,7 +35,7 @@ function_spec settle_spec() {
   s.facts.namespace_close = "} ";
   s.facts.namespace_name = "shop";
   s.facts.pointer_type = "shop::Receipt (shop::OrderListener::*)(const shop::SettleCommand&)";
-  s.facts.parameters.push_back({"const shop::SettleCommand&", "const shop::SettleCommand&", "cmd", {}});
+  s.facts.parameters.push_back(make_parameter("const shop::SettleCommand&", "const shop::SettleCommand&", "cmd"));
   s.position = {"orders.hpp", 12, 5};
   s.scope = "OrderListener.settle";
   s.key = "cmd.id";
@@ -51,9 +60,9 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 TEST_CASE("a policy specialisation per function, keyed by its address", "[annotator][emitter]") {
   const generated_files files = emit({settle_spec()}, options());
-  CHECK(contains(files.header, "struct policy<&shop::OrderListener::settle> {"));
-  CHECK(contains(files.header, "static constexpr std::string_view scope = \"OrderListener.settle\";"));
-  CHECK(contains(files.header, "options.ttl = std::chrono::milliseconds{86400000};"));
+  CHECK(contains(files.header, "struct policy<&::shop::OrderListener::settle> {"));
+  CHECK(contains(files.header, "static constexpr ::std::string_view scope = \"OrderListener.settle\";"));
+  CHECK(contains(files.header, "options.ttl = ::std::chrono::milliseconds{86400000};"));
   CHECK(contains(files.header, "using codec = ::shop::idem_generated::OrderListener_settle_codec;"));
   // The key expression sits under #line at the attribute's column.
   CHECK(contains(files.header, "#line 12 \"orders.hpp\"\n  return ::idem::to_key(     cmd.id);\n"));
@@ -62,29 +71,29 @@ TEST_CASE("a policy specialisation per function, keyed by its address", "[annota
 TEST_CASE("a guarded class overrides virtual methods and calls the base by its qualified name",
           "[annotator][emitter]") {
   const generated_files files = emit({settle_spec()}, options());
-  CHECK(contains(files.header, "class guarded<shop::OrderListener> : public shop::OrderListener {"));
+  CHECK(contains(files.header, "class guarded<::shop::OrderListener> : public ::shop::OrderListener {"));
   CHECK(contains(files.header, "shop::Receipt settle(const shop::SettleCommand& cmd) override {"));
-  CHECK(contains(files.header, "this->shop::OrderListener::settle("));
+  CHECK(contains(files.header, "this->::shop::OrderListener::settle("));
 }
 
 TEST_CASE("overloaded functions are named through their exact pointer type", "[annotator][emitter]") {
   function_spec s = settle_spec();
   s.facts.is_overloaded = true;
   CHECK(function_pointer_expression(s.facts) ==
-        "static_cast<shop::Receipt (shop::OrderListener::*)(const shop::SettleCommand&)>(&shop::OrderListener::settle)");
+        "static_cast<shop::Receipt (shop::OrderListener::*)(const shop::SettleCommand&)>(&::shop::OrderListener::settle)");
 }
 
-TEST_CASE("the source registers every policy; the manifest lists it", "[annotator][emitter]") {
+TEST_CASE("the source registers every policy, and the manifest lists it", "[annotator][emitter]") {
   const generated_files files = emit({settle_spec()}, options());
-  CHECK(contains(files.source, "const bool policy<&shop::OrderListener::settle>::registered = "
-                               "detail::register_policy(detail::policy_info{"));
+  CHECK(contains(files.source, "const bool policy<&::shop::OrderListener::settle>::registered = "
+                               "::idem::register_policy(::idem::policy_info{"));
   const auto manifest = nlohmann::json::parse(files.manifest);
   REQUIRE(manifest["functions"].size() == 1);
   const auto& f = manifest["functions"][0];
   CHECK(f["function"] == "shop::OrderListener::settle");
   CHECK(f["scope"] == "OrderListener.settle");
   CHECK(f["kind"] == "virtual member");
-  CHECK(f["ttl"] == "PT24H");
+  CHECK(f["ttl"] == "P1D");  // idem::format_duration's canonical form of 24 h
   CHECK(f["lease"] == "");
   CHECK(f["location"]["line"] == 12);
 }
@@ -105,4 +114,44 @@ TEST_CASE("the registration says whether the scope was named, and the codec and 
   const auto manifest = nlohmann::json::parse(files.manifest);
   CHECK(manifest["functions"][0]["scope_explicit"] == false);
   CHECK(manifest["functions"][1]["scope_explicit"] == true);
+}
+
+TEST_CASE("a guarded class keeps every overload and the default arguments, and qualifies idem's names",
+          "[annotator][emitter]") {
+  function_spec s = settle_spec();
+  parameter urgent = make_parameter("bool", "const bool&", "urgent");
+  urgent.default_argument = "false";
+  urgent.default_position = {"orders.hpp", 12, 80};
+  urgent.default_type = "bool";
+  s.facts.parameters.push_back(urgent);
+  const generated_files files = emit({s}, options());
+  CHECK(contains(files.header, "  using ::shop::OrderListener::settle;\n"));
+  CHECK(contains(files.header, "bool urgent = ::idem::policy<&::shop::OrderListener::settle>::default_argument_1()"));
+  CHECK(contains(files.header, "struct OrderListener_settle_defaults : ::shop::OrderListener {"));
+  CHECK(contains(files.header, "return ::idem::run_guarded<&::shop::OrderListener::settle>("));
+  CHECK_FALSE(contains(files.header, "detail::"));
+  CHECK_FALSE(contains(files.source, "detail::"));
+}
+
+TEST_CASE("helpers of two nested classes of one name in one namespace do not collide", "[annotator][emitter]") {
+  function_spec a = settle_spec();
+  a.facts.qualified_class = "shop::A::Handler";
+  a.facts.qualified_name = "shop::A::Handler::settle";
+  a.facts.simple_class = "Handler";
+  a.facts.class_path = "A_Handler";
+  a.scope = "A.settle";
+  function_spec b = a;
+  b.facts.qualified_class = "shop::B::Handler";
+  b.facts.qualified_name = "shop::B::Handler::settle";
+  b.facts.class_path = "B_Handler";
+  b.scope = "B.settle";
+  const generated_files files = emit({a, b}, options());
+  CHECK(contains(files.header, "inline ::std::string A_Handler_settle_key("));
+  CHECK(contains(files.header, "inline ::std::string B_Handler_settle_key("));
+  // Without the class path the two would be one name: then the index tells them apart.
+  a.facts.class_path.clear();
+  b.facts.class_path.clear();
+  const generated_files same = emit({a, b}, options());
+  CHECK(contains(same.header, "inline ::std::string Handler_settle_0_key("));
+  CHECK(contains(same.header, "inline ::std::string Handler_settle_1_key("));
 }

@@ -11,6 +11,15 @@ namespace {
 using namespace idem::annotate;
 using namespace std::chrono_literals;
 
+// A parameter with its types and name (the rest empty).
+parameter make_parameter(std::string type, std::string key_type, std::string name) {
+  parameter p;
+  p.type = std::move(type);
+  p.key_type = std::move(key_type);
+  p.name = std::move(name);
+  return p;
+}
+
 // An argument written on line 1 starting at `column` as `name = "value"` (no escapes).
 raw_argument arg(std::string name, std::string value, unsigned column = 30) {
   raw_argument a;
@@ -40,7 +49,7 @@ function_facts member(std::string return_type = "void") {
   f.qualified_class = "shop::OrderListener";
   f.returns_void = return_type == "void";
   f.return_type = std::move(return_type);
-  f.parameters.push_back({"const shop::OrderPlaced&", "const shop::OrderPlaced&", "event", {}});
+  f.parameters.push_back(make_parameter("const shop::OrderPlaced&", "const shop::OrderPlaced&", "event"));
   return f;
 }
 
@@ -199,6 +208,39 @@ TEST_CASE("functions that cannot be guarded", "[annotator][validator]") {
   CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("'&&'-qualified") != std::string::npos);
 }
 
+TEST_CASE("what idem::guarded<C> cannot override or keep is refused", "[annotator][validator]") {
+  function_facts f = member();
+  f.is_noexcept = true;
+  CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("std::terminate; remove noexcept") !=
+        std::string::npos);
+  f.class_is_final = true;  // only idem::invoke, which throws outside the function
+  CHECK(validate(attribute({arg("key", "e")}), f).ok());
+  f = member();
+  f.kind = function_kind::free;
+  f.is_noexcept = true;
+  CHECK(validate(attribute({arg("key", "e")}), f).ok());
+  f = member();
+  f.is_protected = true;
+  CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("is protected") != std::string::npos);
+  f = member();
+  f.is_private = true;
+  CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("make it public") != std::string::npos);
+  f = member();
+  f.is_final = true;
+  CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("is final") != std::string::npos);
+  f.class_is_final = true;  // no guarded<C>: idem::invoke guards it
+  CHECK(validate(attribute({arg("key", "e")}), f).ok());
+  f = member();
+  f.parameters.front().default_argument = "secret";
+  f.parameters.front().default_private_member = "OrderListener::secret";
+  CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("uses the private 'OrderListener::secret'") !=
+        std::string::npos);
+  f = member();
+  f.non_public_overload = "on(int)";
+  CHECK(only_error(validate(attribute({arg("key", "e")}), f)).message.find("non-public overload 'on(int)'") !=
+        std::string::npos);
+}
+
 TEST_CASE("two functions sharing a scope must agree", "[annotator][validator]") {
   auto one = validate(attribute({arg("key", "e"), arg("scope", "Shared"), arg("ttl", "PT1H")}), member());
   function_facts other_facts = member();
@@ -255,7 +297,7 @@ TEST_CASE("overloads in a scope conflict are named by their parameters", "[annot
   function_facts by_event = member();
   by_event.is_overloaded = true;
   function_facts by_id = by_event;
-  by_id.parameters = {{"long", "long", "id", {}}};
+  by_id.parameters = {make_parameter("long", "long", "id")};
   auto a = validate(attribute({arg("key", "event")}), by_event);
   auto b = validate(attribute({arg("key", "id")}), by_id);
   REQUIRE((a.ok() && b.ok()));
