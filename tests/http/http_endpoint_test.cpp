@@ -227,7 +227,7 @@ TEST_CASE("a configured header name replaces Idempotency-Key", "[http]") {
                   idem::configuration_error);
 }
 
-TEST_CASE("same key with a different method, target or body is 422; a custom fingerprint decides instead",
+TEST_CASE("same key with a different method, target or body is 422, and a custom fingerprint decides instead",
           "[http]") {
   rig t;
   idem::http::guard(t.http.server, "POST", "/things", t.engine, t.options(), counting(t.runs));
@@ -628,7 +628,7 @@ TEST_CASE("a 4xx answer is stored and replayed", "[http]") {
   CHECK(t.runs == 1);
 }
 
-TEST_CASE("a body over the limit is 413 and the handler never runs; at the limit it is accepted", "[http]") {
+TEST_CASE("a body over the limit is 413 and the handler never runs, and at the limit it is accepted", "[http]") {
   rig t;
   auto o = t.options();
   o.protocol.max_body_bytes = 1024;
@@ -767,7 +767,7 @@ const bool idem::policy<&OrderController::place>::registered = idem::detail::reg
     {.function = function, .scope = scope, .options = options(), .result_type = "void", .http_endpoint = true,
      .file = file, .line = line, .column = column});
 
-TEST_CASE("route<&C::m> reads scope and options from the policy; the policy is registered as an endpoint",
+TEST_CASE("route<&C::m> reads scope and options from the policy, which is registered as an endpoint",
           "[http]") {
   rig t;
   OrderController controller;
