@@ -77,6 +77,9 @@ class basic_transaction : public transaction {
 
  private:
   enum class state { active, committed, rolled_back };
+  // Ends the transaction as `end`: runs the callbacks of what `happened`, drops those that `never` will.
+  void finish(state end, std::vector<std::function<void()>>& happened,
+              std::vector<std::function<void()>>& never) noexcept;
   state state_ = state::active;
   std::vector<std::function<void()>> before_commit_;
   std::vector<std::function<void()>> on_commit_;

@@ -62,20 +62,17 @@ void basic_transaction::prepare_commit() {
   before_commit_.clear();
 }
 
-void basic_transaction::finish_commit() noexcept {
-  if (state_ != state::active) return;
-  state_ = state::committed;
-  before_commit_.clear();
-  on_rollback_.clear();
-  run_all(on_commit_);
-}
+void basic_transaction::finish_commit() noexcept { finish(state::committed, on_commit_, on_rollback_); }
 
-void basic_transaction::finish_rollback() noexcept {
+void basic_transaction::finish_rollback() noexcept { finish(state::rolled_back, on_rollback_, on_commit_); }
+
+void basic_transaction::finish(state end, std::vector<std::function<void()>>& happened,
+                               std::vector<std::function<void()>>& never) noexcept {
   if (state_ != state::active) return;
-  state_ = state::rolled_back;
+  state_ = end;
   before_commit_.clear();
-  on_commit_.clear();
-  run_all(on_rollback_);
+  never.clear();
+  run_all(happened);
 }
 
 }  // namespace idem
