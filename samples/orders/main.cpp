@@ -44,15 +44,9 @@ class order_consumer {
 };
 
 const char* kind(const idem::outcome<receipt>& o) {
-  if (std::holds_alternative<idem::executed<receipt>>(o)) return "ran     ";
-  if (std::holds_alternative<idem::replayed<receipt>>(o)) return "replayed";
+  if (o.ran()) return "ran     ";
+  if (o.is_replay()) return "replayed";
   return "in flight";
-}
-
-const receipt* value(const idem::outcome<receipt>& o) {
-  if (auto* e = std::get_if<idem::executed<receipt>>(&o)) return &e->value;
-  if (auto* r = std::get_if<idem::replayed<receipt>>(&o)) return &r->value;
-  return nullptr;
 }
 
 }  // namespace
@@ -67,18 +61,17 @@ int main() {
   auto deliver = [&](const std::string& label, const std::string& order, int cents, idem::call_options options,
                      auto&& action) {
     const auto ctx = engine.make_context("OrderConsumer.charge", order, options);
-    const auto o = engine.execute<receipt>(ctx, action, idem::json_codec{});
+    const idem::outcome<receipt> o = engine.execute(ctx, action, idem::json_codec{});  // receipt, deduced
     std::lock_guard lock(print_mutex);
-    if (const receipt* r = value(o)) {
+    if (o.has_value()) {
+      const receipt& r = o.value();
       std::printf("  %-26s %s  %s  %s  %d cents (receipt of run #%d)\n", label.c_str(), kind(o), ctx.id.to_string().c_str(),
-                  order.c_str(), r->cents, r->run);
+                  order.c_str(), r.cents, r.run);
     } else {
       std::printf("  %-26s %s  %s  %s  retry after %lld ms\n", label.c_str(), kind(o), ctx.id.to_string().c_str(),
-                  order.c_str(), static_cast<long long>(std::get<idem::in_flight>(o).retry_after.count()));
+                  order.c_str(), static_cast<long long>(o.retry_after().count()));
     }
-    (std::holds_alternative<idem::executed<receipt>>(o) ? executed
-     : std::holds_alternative<idem::replayed<receipt>>(o) ? replayed
-                                                          : in_flight)++;
+    (o.ran() ? executed : o.is_replay() ? replayed : in_flight)++;
     (void)cents;
   };
 
