@@ -46,9 +46,54 @@ class declaration_collector : public clang::RecursiveASTVisitor<declaration_coll
   const SourceManager& sm_;
 };
 
-// The hook for the HTTP adapter: decides whether a function is an HTTP endpoint, whose key comes
-// from the Idempotency-Key header. The HTTP issue defines endpoints; until then none is.
-bool is_http_endpoint(const clang::FunctionDecl& /*function*/) { return false; }
+// Whether `type`, references and qualifiers aside, is the class httplib::<name> (through any
+// alias: the canonical declaration's qualified name decides, not the spelling).
+bool is_httplib_class(clang::QualType type, llvm::StringRef name) {
+  const clang::CXXRecordDecl* record = type.getNonReferenceType()->getAsCXXRecordDecl();
+  return record != nullptr && record->getQualifiedNameAsString() == ("httplib::" + name).str();
+}
+
+// `const httplib::Request&` exactly (not volatile, not by value, not an rvalue reference).
+bool is_request_parameter(clang::QualType type) {
+  if (!type->isLValueReferenceType()) return false;
+  const clang::QualType pointee = type.getNonReferenceType();
+  return pointee.isConstQualified() && !pointee.isVolatileQualified() && is_httplib_class(pointee, "Request");
+}
+
+// `httplib::Response&` exactly (not const, not volatile).
+bool is_response_parameter(clang::QualType type) {
+  if (!type->isLValueReferenceType()) return false;
+  const clang::QualType pointee = type.getNonReferenceType();
+  return !pointee.isConstQualified() && !pointee.isVolatileQualified() && is_httplib_class(pointee, "Response");
+}
+
+// Whether a function is an HTTP endpoint, whose key comes from the Idempotency-Key header: a
+// non-static member function whose parameters are exactly (const httplib::Request&,
+// httplib::Response&), whatever their names. idem::http::route<&C::m> calls it on an object, so a
+// free function or a static member with these parameters is not one. A function that takes an
+// httplib::Request or httplib::Response any other way is not one either, and is refused by the
+// validator (`problem`) rather than guarded as an ordinary function: it was almost certainly meant
+// as an endpoint, and an ordinary guard would key it by an expression and store no response.
+bool is_http_endpoint(const clang::FunctionDecl& fn, std::string& problem) {
+  bool mentions_httplib = false;
+  for (const clang::ParmVarDecl* param : fn.parameters())
+    mentions_httplib = mentions_httplib || is_httplib_class(param->getType(), "Request") ||
+                       is_httplib_class(param->getType(), "Response");
+  if (!mentions_httplib) return false;
+  const bool shape = fn.getNumParams() == 2 && is_request_parameter(fn.getParamDecl(0)->getType()) &&
+                     is_response_parameter(fn.getParamDecl(1)->getType());
+  const auto* method = llvm::dyn_cast<clang::CXXMethodDecl>(&fn);
+  if (shape && method != nullptr && !method->isStatic()) return true;
+  const std::string name = "'" + fn.getQualifiedNameAsString() + "'";
+  if (shape)
+    problem = name + " has the parameters of an HTTP endpoint but is not a non-static member function: "
+              "idem::http::route<&C::m> calls an endpoint on an object; make it a member function";
+  else
+    problem = name + " takes an httplib::Request or httplib::Response but is not an HTTP endpoint, which is a "
+              "non-static member function with exactly the parameters (const httplib::Request&, "
+              "httplib::Response&); give it these parameters, or give it what its key needs instead of the request";
+  return false;
+}
 
 }  // namespace
 
@@ -139,7 +184,7 @@ function_facts facts_of(const clang::FunctionDecl& fn, const clang::ASTContext& 
                      fn.isOverloadedOperator() || fn.getDeclName().getNameKind() != clang::DeclarationName::Identifier;
   facts.is_variadic = fn.isVariadic();
   facts.internal_linkage = !fn.isExternallyVisible();
-  facts.http_endpoint = is_http_endpoint(fn);
+  facts.http_endpoint = is_http_endpoint(fn, facts.http_problem);
   std::tie(facts.namespace_open, facts.namespace_close) = enclosing_namespaces(fn);
   for (const clang::DeclContext* dc = fn.getDeclContext(); dc != nullptr; dc = dc->getParent())
     if (const auto* ns = llvm::dyn_cast<clang::NamespaceDecl>(dc); ns && !ns->isAnonymousNamespace())
@@ -271,7 +316,9 @@ class guarded_class_finder {
     cls.name = record.getQualifiedNameAsString();
     cls.code_name = "::" + cls.name;
     for (const clang::CXXMethodDecl* method : record.methods())
-      if (auto it = specs_.find(method->getCanonicalDecl()); it != specs_.end() && !method->isStatic())
+      // An endpoint is called by the server through idem::http::route, not through guarded<C>.
+      if (auto it = specs_.find(method->getCanonicalDecl());
+          it != specs_.end() && !method->isStatic() && !it->second->facts.http_endpoint)
         cls.methods.push_back({it->second->facts, it->second->position, false});
     std::set<const clang::CXXMethodDecl*> seen;
     record.forallBases([&](const clang::CXXRecordDecl* base) {
@@ -279,7 +326,7 @@ class guarded_class_finder {
         if (method->isStatic() || method->getAccess() == clang::AS_private) continue;
         if (!seen.insert(method->getCanonicalDecl()).second) continue;
         const std::optional<guarded_method> annotated = annotation_of(*method);
-        if (!annotated || !reaches(record, *method)) continue;
+        if (!annotated || annotated->facts.http_endpoint || !reaches(record, *method)) continue;
         cls.methods.push_back(*annotated);
         const std::string& file = annotated->position.file;
         if (!sm_.isInMainFile(sm_.getExpansionLoc(method->getLocation()))) {

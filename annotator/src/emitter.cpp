@@ -137,8 +137,9 @@ std::string key_parameters(const function_facts& facts, bool maybe_unused) {
 std::string code_class(const function_facts& facts) { return "::" + facts.qualified_class; }
 
 // Whether idem::guarded<C> declares this method, and so needs its default arguments.
+// An HTTP endpoint is not: the server calls it through idem::http::route.
 bool in_guarded_class(const function_facts& facts) {
-  return facts.kind == function_kind::member && !facts.class_is_final;
+  return facts.kind == function_kind::member && !facts.class_is_final && !facts.http_endpoint;
 }
 
 bool has_defaults(const function_facts& facts) {
@@ -228,8 +229,10 @@ void emit_policy(writer& w, const function_spec& spec, const std::string& name) 
   w.line("  static const bool registered;  // defined in the generated .cpp");
   w.line();
   emit_options_function(w, spec);
-  w.line();
-  emit_key_function(w, spec, name);
+  if (!facts.http_endpoint) {  // an endpoint's key is the Idempotency-Key header
+    w.line();
+    emit_key_function(w, spec, name);
+  }
   w.line("};");
   w.line();
 }
@@ -366,7 +369,9 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
     h.line("#endif");
     h.line();
   }
-  for (std::size_t i = 0; i < specs.size(); ++i) emit_helpers(h, specs[i], names[i]);
+  // An endpoint has no key expression, no codec and no guarded<C> wrapper: no helpers.
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (!specs[i].facts.http_endpoint) emit_helpers(h, specs[i], names[i]);
   h.line("namespace idem {");
   h.line();
   for (std::size_t i = 0; i < specs.size(); ++i) emit_policy(h, specs[i], names[i]);

@@ -117,7 +117,12 @@ struct function_facts {
   bool is_overloaded = false;      // the name has other overloads: generated code casts
   bool is_variadic = false;
   bool internal_linkage = false;   // static, or in an anonymous namespace
-  bool http_endpoint = false;      // see is_http_endpoint() in the scanner (the HTTP issue)
+  // An HTTP endpoint: a non-static member function with exactly the parameters (const
+  // httplib::Request&, httplib::Response&); see is_http_endpoint() in declaration_facts.cpp.
+  bool http_endpoint = false;
+  // Why a function that takes an httplib::Request or httplib::Response is not an endpoint (a free
+  // function, other parameters), for the validator to refuse it; empty otherwise.
+  std::string http_problem;
   std::vector<parameter> parameters;
   // The namespaces around the function (for a member: around its class), as generated code must
   // reopen them: "namespace shop { " / "} ", and "shop" to qualify names declared there.

@@ -146,10 +146,25 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                                  "registration cannot name it outside the class; make it public"));
     return result;
   }
+  // HTTP endpoints: exactly the shape idem::http::route calls, returning nothing (the answer is
+  // the httplib::Response, which the adapter stores and replays).
+  if (!facts.http_problem.empty()) {
+    out.push_back(error_at(attribute.position, facts.http_problem));
+    return result;
+  }
+  if (facts.http_endpoint && !facts.returns_void) {
+    out.push_back(error_at(attribute.position, display_name(facts) + " is an HTTP endpoint and returns '" +
+                                                   facts.return_type +
+                                                   "': an endpoint answers through its httplib::Response, which is "
+                                                   "what is stored and replayed; return void"));
+    return result;
+  }
+  // The rules below are about idem::guarded<C>'s wrapper, which an endpoint does not get (the
+  // server calls it through idem::http::route).
   // idem::invoke throws outside the function, so a noexcept free function, static member or member
   // of a final class is fine; idem::guarded<C>'s wrapper is the function (an override must keep
   // noexcept), and there the throw would be std::terminate.
-  if (facts.is_noexcept && facts.kind == function_kind::member && !facts.class_is_final) {
+  if (facts.is_noexcept && facts.kind == function_kind::member && !facts.class_is_final && !facts.http_endpoint) {
     out.push_back(error_at(attribute.position,
                            display_name(facts) + " is noexcept, but a guarded call can throw even when the function "
                                                  "does not: in_flight_error for a duplicate that is still running, "
@@ -158,14 +173,14 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                                  "> each would call std::terminate; remove noexcept"));
     return result;
   }
-  if (facts.is_final && facts.kind == function_kind::member && !facts.class_is_final) {
+  if (facts.is_final && facts.kind == function_kind::member && !facts.class_is_final && !facts.http_endpoint) {
     out.push_back(error_at(attribute.position, display_name(facts) + " is final: idem::guarded<" + facts.simple_class +
                                                    "> must override it to guard calls through a " +
                                                    facts.simple_class + "&; remove final, or make the class final "
                                                    "(then only idem::invoke guards it)"));
     return result;
   }
-  if (facts.kind == function_kind::member && !facts.class_is_final)
+  if (facts.kind == function_kind::member && !facts.class_is_final && !facts.http_endpoint)
     for (const parameter& p : facts.parameters)
       if (!p.default_private_member.empty()) {
         out.push_back(error_at(attribute.position,
@@ -174,7 +189,8 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                    "> cannot evaluate; make it protected or public"));
         return result;
       }
-  if (!facts.non_public_overload.empty() && facts.kind == function_kind::member && !facts.class_is_final) {
+  if (!facts.non_public_overload.empty() && facts.kind == function_kind::member && !facts.class_is_final &&
+      !facts.http_endpoint) {
     out.push_back(error_at(attribute.position,
                            display_name(facts) + " has a non-public overload '" + facts.non_public_overload +
                                "': idem::guarded<" + facts.simple_class + "> keeps every overload callable with `using " +

@@ -2,25 +2,11 @@
 #include "payment_controller.hpp"
 
 #include <idem/lease_token.hpp>
-#include <idem/policy_registry.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <thread>
-
-const bool idem::policy<&payments::PaymentController::create>::registered = idem::detail::register_policy({
-    .function = function,
-    .scope = scope,
-    .scope_explicit = false,
-    .options = options(),
-    .codec = {},
-    .result_type = "void",
-    .http_endpoint = true,
-    .file = file,
-    .line = line,
-    .column = column,
-});
 
 namespace payments {
 namespace {

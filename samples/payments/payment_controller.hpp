@@ -38,17 +38,3 @@ class PaymentController {
 };
 
 }  // namespace payments
-
-// What idem-annotate would generate for PaymentController::create, written by hand until the
-// generator handles endpoints (see docs/http.md, "What the generator emits").
-template <>
-struct idem::policy<&payments::PaymentController::create> {
-  static constexpr std::string_view function = "payments::PaymentController::create";
-  static constexpr std::string_view scope = "PaymentController.create";
-  static constexpr std::string_view file = "samples/payments/payment_controller.hpp";
-  static constexpr unsigned line = 26;
-  static constexpr unsigned column = 5;
-  static constexpr bool http_endpoint = true;
-  static idem::call_options options() { return {.wait = std::chrono::milliseconds(0)}; }
-  static const bool registered;  // defined in payment_controller.cpp
-};

@@ -155,3 +155,47 @@ TEST_CASE("helpers of two nested classes of one name in one namespace do not col
   CHECK(contains(same.header, "inline ::std::string Handler_settle_0_key("));
   CHECK(contains(same.header, "inline ::std::string Handler_settle_1_key("));
 }
+
+TEST_CASE("an HTTP endpoint gets a policy without key or codec and no guarded override", "[annotator][emitter]") {
+  function_spec pay;
+  pay.facts.kind = function_kind::member;
+  pay.facts.qualified_name = "shop::Checkout::pay";
+  pay.facts.name = "pay";
+  pay.facts.simple_class = "Checkout";
+  pay.facts.qualified_class = "shop::Checkout";
+  pay.facts.return_type = "void";
+  pay.facts.http_endpoint = true;
+  pay.facts.namespace_open = "namespace shop { ";
+  pay.facts.namespace_close = "} ";
+  pay.facts.namespace_name = "shop";
+  pay.facts.parameters.push_back(make_parameter("const httplib::Request&", "const httplib::Request&", "req"));
+  pay.facts.parameters.push_back(make_parameter("httplib::Response&", "httplib::Response&", "res"));
+  pay.position = {"checkout.hpp", 9, 5};
+  pay.scope = "Checkout.pay";
+  pay.options.wait = 0ms;
+
+  const generated_files only_endpoint = emit({pay}, options());
+  CHECK(contains(only_endpoint.header, "struct policy<&::shop::Checkout::pay> {"));
+  CHECK(contains(only_endpoint.header, "static constexpr bool http_endpoint = true;"));
+  CHECK(contains(only_endpoint.header, "options.wait = ::std::chrono::milliseconds{0};"));
+  CHECK_FALSE(contains(only_endpoint.header, "key("));
+  CHECK_FALSE(contains(only_endpoint.header, "codec"));
+  CHECK_FALSE(contains(only_endpoint.header, "idem_generated"));
+  CHECK_FALSE(contains(only_endpoint.header, "class guarded<"));
+  CHECK(contains(only_endpoint.source, ".result_type = \"void\","));
+  CHECK(contains(only_endpoint.source, ".codec = \"\","));
+  CHECK(nlohmann::json::parse(only_endpoint.manifest)["functions"][0]["http_endpoint"] == true);
+
+  // Next to an ordinary method of the same class: guarded<C> wraps that one only.
+  function_spec archive = settle_spec();
+  archive.facts.qualified_name = "shop::Checkout::archive";
+  archive.facts.name = "archive";
+  archive.facts.simple_class = "Checkout";
+  archive.facts.qualified_class = "shop::Checkout";
+  archive.facts.pointer_type.clear();
+  const generated_files both = emit({pay, archive}, options());
+  CHECK(contains(both.header, "class guarded<::shop::Checkout>"));
+  CHECK(contains(both.header, "using ::shop::Checkout::archive;"));
+  CHECK_FALSE(contains(both.header, "using ::shop::Checkout::pay;"));
+  CHECK_FALSE(contains(both.header, "run_guarded<&::shop::Checkout::pay>"));
+}

@@ -183,6 +183,29 @@ TEST_CASE("HTTP endpoints refuse key, codec and completion", "[annotator][valida
   CHECK(validate(attribute({arg("ttl", "PT1H")}), endpoint).ok());
 }
 
+TEST_CASE("an HTTP endpoint returns void and is refused in any other shape", "[annotator][validator]") {
+  function_facts endpoint = member("int");
+  endpoint.http_endpoint = true;
+  const diagnostic non_void = only_error(validate(attribute({}), endpoint));
+  CHECK(non_void.position.column == 11);
+  CHECK(non_void.message == "'shop::OrderListener::on' is an HTTP endpoint and returns 'int': an endpoint answers "
+                            "through its httplib::Response, which is what is stored and replayed; return void");
+  // The scanner's reason why a function taking a Request or Response is no endpoint is an error.
+  function_facts near_miss = member("void");
+  near_miss.http_problem = "not an endpoint";
+  CHECK(only_error(validate(attribute({arg("key", "event.id")}), near_miss)).message == "not an endpoint");
+  // An endpoint gets no guarded<C> wrapper: noexcept and final, refused on other members, are fine.
+  function_facts wrapped = member("void");
+  wrapped.http_endpoint = true;
+  wrapped.is_noexcept = true;
+  wrapped.is_final = true;
+  const validation_result r = validate(attribute({}), wrapped);
+  REQUIRE(r.ok());
+  CHECK(r.spec->scope == "OrderListener.on");
+  CHECK(r.spec->key.empty());
+  CHECK(r.spec->codec.empty());
+}
+
 TEST_CASE("functions that cannot be guarded", "[annotator][validator]") {
   function_facts f = member();
   f.is_pure = true;
