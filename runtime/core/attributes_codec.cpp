@@ -48,7 +48,10 @@ std::optional<attribute_map> decode_attributes(std::string_view bytes) {
     if (!name) return std::nullopt;
     const auto value = take_field(bytes);
     if (!value) return std::nullopt;
-    if (!out.emplace(std::string(*name), std::string(*value)).second) return std::nullopt;
+    // Names strictly ascending, as the encoder writes them: a repeated or out-of-order name is
+    // damage, and each map has exactly one encoding.
+    if (!out.empty() && !(out.rbegin()->first < *name)) return std::nullopt;
+    out.emplace_hint(out.end(), std::string(*name), std::string(*value));
   }
   return out;
 }

@@ -42,8 +42,9 @@ std::optional<attribute_map> decode_attributes(std::string_view bytes) {
     if (!name) return std::nullopt;
     auto value = read_field(bytes, pos);
     if (!value) return std::nullopt;
-    // A repeated name is damage, as in the binary codec of the SQL stores.
-    if (!out.emplace(std::string(*name), std::string(*value)).second) return std::nullopt;
+    // A repeated or out-of-order name is damage, as in the binary codec of the SQL stores.
+    if (!out.empty() && !(out.rbegin()->first < *name)) return std::nullopt;
+    out.emplace_hint(out.end(), std::string(*name), std::string(*value));
   }
   return out;
 }
@@ -73,7 +74,8 @@ std::optional<complete_record> decode_complete(std::string_view value) {
   if (fields[0] != "idem/2" || fields[1] != "c" || !parse_int(fields[3]) || fields[4].empty()) return std::nullopt;
   complete_record out;
   const auto completed_at = parse_int(fields[2]);
-  if (!completed_at) return std::nullopt;
+  // Beyond what system_clock can hold (year 2262) converting it to a time_point would overflow.
+  if (!completed_at || *completed_at > max_time_point_ms) return std::nullopt;
   out.completed_at_ms = *completed_at;
   if (fields[4] != "-") out.fingerprint = std::string(fields[4]);
 
@@ -92,6 +94,7 @@ std::optional<complete_record> decode_complete(std::string_view value) {
 
 std::optional<std::int64_t> parse_int(std::string_view text) noexcept {
   if (text.empty() || text.size() > 19) return std::nullopt;
+  if (text.size() > 1 && text.front() == '0') return std::nullopt;  // one spelling per number
   std::int64_t value = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return std::nullopt;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -38,7 +39,13 @@ struct complete_record {
   payload value;
 };
 
-// Parses a complete record's whole value; nullopt when it is not a well-formed complete record.
+// The latest completion time (ms since the epoch) a std::chrono::system_clock::time_point holds.
+inline constexpr std::int64_t max_time_point_ms =
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::duration::max()).count();
+
+// Parses a complete record's whole value; nullopt when it is not a well-formed complete record
+// (including a completion time past max_time_point_ms). Names in the attributes must ascend and
+// lengths have no leading zeros, so accepted bytes are exactly what the encoders write.
 std::optional<complete_record> decode_complete(std::string_view value);
 
 using attribute_map = std::map<std::string, std::string, std::less<>>;
@@ -50,7 +57,8 @@ std::string encode_attributes(const attribute_map& attributes);
 // The inverse; nullopt when `bytes` is not a valid encoding.
 std::optional<attribute_map> decode_attributes(std::string_view bytes);
 
-// A non-negative decimal integer; nullopt for anything else (sign, spaces, overflow, empty).
+// A non-negative decimal integer; nullopt for anything else (sign, spaces, leading zeros,
+// overflow, empty).
 std::optional<std::int64_t> parse_int(std::string_view text) noexcept;
 
 // Decimal digits of `value` in a small buffer that lives as long as the object.

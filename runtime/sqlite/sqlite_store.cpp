@@ -44,6 +44,8 @@ using detail::statement;
 
 constexpr std::int64_t state_in_progress = 1;
 constexpr std::int64_t state_complete = 2;
+constexpr std::int64_t max_time_point_ms =
+    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::duration::max()).count();
 
 // The store's clock: milliseconds since the epoch on the system clock, shared by every process.
 std::int64_t clock_ms() {
@@ -115,6 +117,10 @@ std::optional<stored_record> read_record(bound_statement& s, const record_key& k
     if (!attributes) throw corrupt_record_error(describe("read", id) + ": its payload attributes are malformed", "read", id.to_string());
     r.value.attributes = std::move(*attributes);
     r.completed_at = s.is_null(8) ? 0 : s.integer(8);
+    // A time the replay's system_clock::time_point cannot hold (negative, or past the year 2262)
+    // would overflow converting it.
+    if (r.completed_at < 0 || r.completed_at > max_time_point_ms)
+      throw corrupt_record_error(describe("read", id) + ": its completion time is out of range", "read", id.to_string());
   } else if (r.state == state_in_progress) {
     std::optional<lease_token> token = lease_token::from_bytes(s.bytes(1));
     if (!token || s.is_null(2))

@@ -218,6 +218,23 @@ TEST_CASE("a malformed payload is corrupt_record_error, not a crash") {
   CHECK(redis.text({"GET", key}) == "idem/2 c zero\n");
 }
 
+// Found by tests/fuzz (redis_record): lengths with leading zeros and names out of order decoded
+// (two spellings of one record), and a completion time past what system_clock holds overflowed
+// converting it to the replay's time_point.
+TEST_CASE("record codec: one spelling per record, and completion times the clock can hold") {
+  namespace rd = idem::detail::redis;
+  CHECK(rd::parse_int("0") == 0);
+  CHECK(rd::parse_int("1700000000000") == 1700000000000);
+  CHECK_FALSE(rd::parse_int("007"));
+  CHECK(rd::decode_attributes("1:a1:1") == rd::attribute_map{{"a", "1"}});
+  CHECK_FALSE(rd::decode_attributes("01:a1:1"));
+  CHECK_FALSE(rd::decode_attributes("1:b1:11:a1:2"));
+  const std::string body = rd::encode_payload(idem::payload::none());
+  CHECK(rd::decode_complete("idem/2 c " + std::to_string(rd::max_time_point_ms) + " 1 -\n" + body));
+  CHECK_FALSE(rd::decode_complete("idem/2 c " + std::to_string(rd::max_time_point_ms + 1) + " 1 -\n" + body));
+  CHECK_FALSE(rd::decode_complete("idem/2 c 9223372036854775807 1 -\n" + body));
+}
+
 TEST_CASE("binary bodies and attributes round-trip byte for byte") {
   auto store = fixture_store();
   const auto id = make_id("binary");

@@ -359,6 +359,22 @@ TEST_CASE("a record idem cannot read is reported as corrupt without the raw key"
   }
 }
 
+// Found by tests/fuzz (sqlite_record): a completed_at that std::chrono::system_clock cannot hold
+// overflowed converting it to the replay's time_point (UBSan: signed overflow).
+TEST_CASE("a completion time out of the clock's range is corrupt, not an overflow", "[sqlite]") {
+  const auto path = fresh_db_path("completed-at");
+  idem::sqlite_store store{options_for(path)};
+  const auto id = fresh_identity("completed-at");
+  const auto token = require_acquired(store.try_acquire(context_for(id)));
+  store.complete(id, token, sample_payload(), 1h);
+  auto db = open_connection(path);
+  for (const char* value : {"9223372036854775807", "-9223372036854775808", "-1"}) {
+    INFO(value);
+    idem::sqlite_test::exec(db.get(), std::string("UPDATE idem_records SET completed_at = ") + value);
+    CHECK_THROWS_AS(store.try_acquire(context_for(id, 0ms)), idem::corrupt_record_error);
+  }
+}
+
 TEST_CASE("many threads on a small pool share its connections", "[sqlite][concurrency]") {
   auto options = options_for(fresh_db_path("pool"));
   options.connections = 2;

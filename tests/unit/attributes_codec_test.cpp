@@ -35,3 +35,11 @@ TEST_CASE("attributes codec: truncated, trailing or repeated input is refused, n
   CHECK_FALSE(decode_attributes(one + one));                            // a name twice
   CHECK_FALSE(decode_attributes(std::string("\xff\xff\xff\xff", 4)));  // a length past the end
 }
+
+// Found by tests/fuzz (attributes): names out of order decoded, so two byte strings meant one map.
+TEST_CASE("attributes codec: names out of ascending order are refused, so each map has one encoding", "[codec]") {
+  const std::string b = encode_attributes({{"b", "1"}});
+  const std::string a = encode_attributes({{"a", "2"}});
+  CHECK(decode_attributes(a + b) == attribute_map{{"a", "2"}, {"b", "1"}});
+  CHECK_FALSE(decode_attributes(b + a));
+}

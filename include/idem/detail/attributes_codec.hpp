@@ -18,7 +18,8 @@ using attribute_map = std::map<std::string, std::string, std::less<>>;
 std::string encode_attributes(const attribute_map& attributes);
 
 // The attributes `bytes` encodes; nullopt if it is truncated, has bytes left over, or repeats a
-// name (an encoder never writes either, so the bytes were damaged or written by someone else).
+// name or lists names out of ascending order (an encoder never writes any of these, so the bytes
+// were damaged or written by someone else). Accepted bytes are exactly encode_attributes(result).
 std::optional<attribute_map> decode_attributes(std::string_view bytes);
 
 }  // namespace idem::detail
