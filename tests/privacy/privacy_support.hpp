@@ -137,7 +137,7 @@ inline void run_store_scenarios(store& s, transcript& t, const std::string& scop
     auto outcome = eng.execute<int>(ctx, [] { return 1; }, json_codec{});
     REQUIRE(outcome.is_in_flight());
     expect_error(t, "in flight (outcome)", [&] { static_cast<void>(outcome.value()); });
-    expect_error(t, "in flight (engine)", [&] { eng.map_in_flight(ctx, std::get<in_flight>(busy)); });
+    expect_error(t, "in flight (engine)", [&] { idem::map_in_flight(eng, ctx, std::get<in_flight>(busy)); });
     s.release(ctx.id, std::get<acquired>(held).token);
   }
 
