@@ -21,6 +21,11 @@
 #include <idem/engine.hpp>
 #include <idem/postgres_store.hpp>
 #include <idem/redis_store.hpp>
+#include <idem/sqlite_store.hpp>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <mutex>
 
 #include "process.hpp"
 
@@ -387,5 +392,79 @@ TEST_CASE("fault.postgres.frozen_claim_is_outcome_unknown") {
   std::printf("fault[postgres/SIGSTOP]: claim reported outcome_unknown_error after %.0f ms (operation timeout 500 ms); "
               "after the wake-up the record was %s, claimable again after %.0f ms (lease 1000 ms)\n",
               fail_ms, state.c_str(), recovered_ms);
+  std::fflush(stdout);
+}
+
+// Defect (issue 13): under write-lock contention SQLite's backing-off busy handler let other
+// writers take the lock many times in a row while a holder's extend waited; its lease lapsed and
+// was stolen while its action ran. Three connections hammer the write lock while a holder with a
+// 200 ms lease runs a 2 s action and another store on the file waits to steal the record.
+TEST_CASE("fault.sqlite.extend_under_write_lock_contention") {
+  scratch tmp;
+  const std::string path = (tmp.dir / "idem.db").string();
+  idem::sqlite_store holder_store{{.path = path, .synchronous = idem::sqlite_synchronous::normal}};
+  idem::sqlite_store thief_store{{.path = path, .synchronous = idem::sqlite_synchronous::normal}};
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "CREATE TABLE IF NOT EXISTS noise (x INTEGER)", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> noise_commits{0};
+  std::vector<std::thread> writers;
+  for (int i = 0; i < 3; ++i)
+    writers.emplace_back([&] {
+      sqlite3* db = nullptr;
+      sqlite3_open(path.c_str(), &db);
+      sqlite3_busy_timeout(db, 5000);
+      sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+      while (!stop.load()) {
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) continue;
+        sqlite3_exec(db, "INSERT INTO noise VALUES (1)", nullptr, nullptr, nullptr);
+        std::this_thread::sleep_for(microseconds(300));  // a short write transaction
+        if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK) ++noise_commits;
+        std::this_thread::sleep_for(microseconds(300));  // and a short pause, as another store's calls
+      }
+      sqlite3_close(db);
+    });
+  std::vector<std::string> failures;
+  std::mutex failures_mutex;
+  idem::engine_hooks hooks;
+  hooks.log = [&](const idem::log_record& r) {
+    std::lock_guard lock(failures_mutex);
+    if (r.level >= idem::log_level::warning) failures.push_back(r.message);
+  };
+  idem::engine engine{holder_store, {.default_lease = milliseconds(200), .purge_interval = milliseconds(0)},
+                      std::move(hooks)};
+  std::promise<void> started;
+  auto thief = std::async(std::launch::async, [&] {
+    started.get_future().wait();
+    auto ctx = idem::context{.id = {"Fault.contended", "k"}, .lease = milliseconds(200), .wait = milliseconds(4000)};
+    return thief_store.try_acquire(ctx);
+  });
+  auto ctx = engine.make_context("Fault.contended", "k");
+  const auto t = steady_clock::now();
+  bool lost = false;
+  try {
+    auto o = engine.execute(ctx, [&] {
+      started.set_value();
+      std::this_thread::sleep_for(seconds(2));  // ten leases of work
+      return std::string("holder");
+    }, idem::string_codec{});
+    CHECK(o.ran());
+    if (!o.ran()) started.set_value();
+  } catch (const idem::lease_lost_error&) {
+    lost = true;
+  }
+  const double held_ms = ms_since(t);
+  auto stolen = thief.get();
+  stop = true;
+  for (auto& w : writers) w.join();
+  CHECK(!lost);
+  CHECK(std::holds_alternative<idem::duplicate>(stolen));
+  std::printf("fault[sqlite/write-lock contention]: 3 writers committed %ld transactions while a 200 ms lease was held "
+              "%.0f ms; lease %s; %zu warnings (failed extends)\n",
+              noise_commits.load(), held_ms, lost ? "LOST" : "kept", failures.size());
   std::fflush(stdout);
 }
