@@ -316,13 +316,13 @@ void crash_run(const std::string& kind, const std::string& mode) {
 
 // The paused-holder scenario: SIGSTOP the holder past its lease, let another worker steal and
 // complete, SIGCONT the holder: its completion must be refused by the fencing token.
-void paused_holder(const std::string& kind) {
-  run_database db(kind, "paused");
+void paused_holder(const std::string& kind, const std::string& mode = "hold") {
+  run_database db(kind, "paused_" + std::string(mode == "hold" ? "alone" : "tx"));
   int pipefd[2];
   REQUIRE(::pipe2(pipefd, O_CLOEXEC) == 0);
   const fs::path holder_log = db.tmp.dir / "holder.log", thief_log = db.tmp.dir / "thief.log";
 
-  child holder(worker_argv(db.where, "hold", 1, 1, holder_log), pipefd[1]);
+  child holder(worker_argv(db.where, mode, 1, 1, holder_log), pipefd[1]);
   ::close(pipefd[1]);
   pollfd p{pipefd[0], POLLIN, 0};
   REQUIRE(::poll(&p, 1, 10000) == 1);  // the holder's action started: it holds the key
@@ -354,9 +354,18 @@ void paused_holder(const std::string& kind) {
   auto o = engine.execute(ctx, [] { return std::string("late"); }, idem::string_codec{});
   REQUIRE(o.is_replay());
   CHECK(o.value() == "inc2");
-  std::printf("paused[%s]: holder stopped past its %lld ms lease; thief stole and completed after %.0f ms; "
+  // The effects: alone, the resumed holder's work happened (the fencing keeps the record, it cannot
+  // undo the work); inside a transaction its commit was refused and rolled its work back.
+  idem::reliability::effects fx{db.where};
+  std::vector<int> by;
+  for (auto e : fx.all()) by.push_back(e.incarnation);
+  std::sort(by.begin(), by.end());
+  if (mode == "hold") CHECK(by == std::vector<int>{1, 2});
+  else CHECK(by == std::vector<int>{2});
+  std::printf("paused[%s%s]: %zu effect(s) kept; holder stopped past its %lld ms lease; thief stole and completed after %.0f ms; "
               "holder resumed: completion refused (%s), on_failed{%s}; record keeps the thief's result\n",
-              kind.c_str(), static_cast<long long>(lease.count()), steal_ms, h.errors[0].c_str() + 1,
+              kind.c_str(), mode == "hold" ? "" : "/in a transaction", by.size(),
+              static_cast<long long>(lease.count()), steal_ms, h.errors[0].c_str() + 1,
               h.failures[0].c_str() + 1);
   std::fflush(stdout);
 }
@@ -371,3 +380,5 @@ TEST_CASE("crash.redis.autonomous") { crash_run("redis", "autonomous"); }
 TEST_CASE("paused.sqlite") { paused_holder("sqlite"); }
 TEST_CASE("paused.postgres") { paused_holder("postgres"); }
 TEST_CASE("paused.redis") { paused_holder("redis"); }
+TEST_CASE("paused.sqlite.transaction") { paused_holder("sqlite", "hold-tx"); }
+TEST_CASE("paused.postgres.transaction") { paused_holder("postgres", "hold-tx"); }

@@ -8,8 +8,10 @@
 // "inc<incarnation>". Under "join" the effect and the record commit in one transaction
 // (sqlite_transaction / postgres_transaction). Outcomes are logged "C k" (executed and the
 // completion confirmed), "R k <value>" (replayed), "X k <error>" (a failure; retried later).
-// mode "hold": claims key 0 once and works 3 leases long (the supervisor stops it meanwhile);
-// mode "steal": claims key 0 with a long wait. Both log "A", then "C 0" or "X 0 <error>".
+// mode "hold": claims key 0 once and works 3 leases long (the supervisor stops it meanwhile), then
+// writes its effect; "hold-tx": the same inside a transaction on the effects connection (SQL
+// stores; autonomous completion: the commit confirms the lease first); mode "steal": claims key 0
+// with a long wait and writes its effect. Both log "A", then "C 0" or "X 0 <error>".
 // A listener logs "F k <phase> <error>" for every on_failed. Each line is one write(2) to an
 // O_APPEND file, so a SIGKILL never leaves half a line. With fd 3 open, "A" lines go there too.
 #include <fcntl.h>
@@ -101,24 +103,41 @@ int main(int argc, char** argv) {
     const std::string value = "inc" + std::to_string(incarnation);
     const std::string scope = "Crash.run";
 
-    if (mode == "hold" || mode == "steal") {
+    if (mode == "hold" || mode == "hold-tx" || mode == "steal") {
       current_key = 0;
-      const auto wait = mode == "hold" ? milliseconds(0) : milliseconds(10000);
+      const bool holds = mode != "steal";
+      const auto wait = holds ? milliseconds(0) : milliseconds(10000);
       auto ctx = engine.make_context(scope, "key-0", {.wait = wait});
       try {
-        auto o = engine.execute(
-            ctx,
-            [&] {
-              log_line("A 0");
-              if (mode == "hold") {
-                const auto until = steady_clock::now() + 3 * lease;
-                while (steady_clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
-              }
-              return value;
-            },
-            idem::string_codec{});
-        if (o.ran()) log_line("C 0");
-        else if (o.is_replay()) log_line("R 0 " + o.value());
+        auto run = [&] {
+          return engine.execute(
+              ctx,
+              [&] {
+                log_line("A 0");
+                if (holds) {
+                  const auto until = steady_clock::now() + 3 * lease;
+                  while (steady_clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
+                }
+                // After the pause: a SQLite transaction that wrote would hold the write lock.
+                fx.record(0, incarnation);
+                return value;
+              },
+              idem::string_codec{});
+        };
+        std::optional<idem::outcome<std::string>> o;
+        if (mode == "hold-tx" && where.kind == "sqlite") {
+          idem::sqlite_transaction tx{fx.sqlite()};
+          o.emplace(run());
+          tx.commit();  // confirms the lease first (autonomous completion under a transaction)
+        } else if (mode == "hold-tx" && where.kind == "postgres") {
+          idem::postgres_transaction tx{fx.postgres()};
+          o.emplace(run());
+          tx.commit();
+        } else {
+          o.emplace(run());
+        }
+        if (o->ran()) log_line("C 0");
+        else if (o->is_replay()) log_line("R 0 " + o->value());
         else log_line("I 0");
       } catch (...) {
         log_line("X 0 " + error_name(std::current_exception()));
