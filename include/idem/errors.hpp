@@ -66,6 +66,18 @@ class store_unavailable_error : public store_error {
   using store_error::store_error;
 };
 
+// The request was sent and no answer came (a timeout, or the connection broke after the send): the
+// backend may have run it, may run it later (a frozen server that wakes runs what it had already
+// received, even after the client closed the connection), or may never run it. The caller must
+// not assume either way: a complete or release may have taken effect, a claim may have left the
+// record in progress under a token nobody holds (the key then answers in flight until that lease
+// expires). A store_unavailable_error that is not an outcome_unknown_error means the request
+// certainly took no effect (it was never sent, or the backend refused it).
+class outcome_unknown_error : public store_unavailable_error {
+ public:
+  using store_unavailable_error::store_unavailable_error;
+};
+
 // A stored record is malformed or in a format this version does not understand.
 class corrupt_record_error : public store_error {
  public:

@@ -52,7 +52,7 @@ struct sqlite_store_options {
   std::size_t connections = 4;
   // How long complete, release and purge_expired wait for the database's write lock (held by
   // another process, or by an application transaction that has written) before they throw
-  // store_unavailable_error. >= 0. extend waits at most a quarter of its lease of it.
+  // store_unavailable_error. >= 0. extend waits at most 3/8 of its lease of it, re-trying every millisecond.
   std::chrono::milliseconds busy_timeout = std::chrono::seconds(5);
   // The least time a claim may wait for the write lock even when the caller's wait is shorter
   // (a zero wait still gets one round trip). >= 0.

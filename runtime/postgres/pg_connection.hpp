@@ -50,10 +50,15 @@ class pg_error : public std::runtime_error {
   pg_error(failure kind, const std::string& message, std::string sqlstate = {});
   failure kind() const noexcept { return kind_; }
   const std::string& sqlstate() const noexcept { return sqlstate_; }
+  // True when the statement had been sent and no answer came (a timeout or a lost connection
+  // after the send): the server may run it or have run it.
+  bool outcome_unknown() const noexcept { return outcome_unknown_; }
+  void set_outcome_unknown() noexcept { outcome_unknown_ = true; }
 
  private:
   failure kind_;
   std::string sqlstate_;
+  bool outcome_unknown_ = false;
 };
 
 // True for SQLSTATEs that mean "another session got there first": unique violation,

@@ -50,6 +50,11 @@ std::int64_t to_ms(milliseconds d) {
   if (e.kind() == failure::server && is_missing_schema(e.sqlstate()))
     hint = "; the idem schema is missing: call postgres_store::create_schema() or run schema.sql";
   const std::string subject = record.empty() ? std::string() : " " + record;
+  if (e.outcome_unknown())
+    throw outcome_unknown_error(fmt::format("postgres_store: cannot {}{}: {}{}; the statement was sent and not "
+                                            "answered, whether it took effect is unknown",
+                                            operation, subject, e.what(), hint),
+                                std::string(operation), std::string(record));
   throw store_unavailable_error(
       fmt::format("postgres_store: cannot {}{}: {}{}{}", operation, subject, e.what(), hint, note),
       std::string(operation), std::string(record));
@@ -169,8 +174,10 @@ struct postgres_store::impl {
       }
       round_trips.fetch_add(1, std::memory_order_relaxed);
       return exec_prepared(c.get(), s.name, p, deadline);
-    } catch (const pg_error& e) {
+    } catch (pg_error& e) {
       if (e.kind() != failure::server) c.mark_broken();
+      // Something was sent (the PREPARE or the statement) and no answer came.
+      if (e.kind() == failure::timeout || e.kind() == failure::connection_lost) e.set_outcome_unknown();
       throw;
     }
   }
@@ -259,9 +266,7 @@ struct postgres_store::impl {
         r = run(*c, id, p, deadline);
       } catch (const pg_error& e) {
         if (e.kind() == failure::server && is_lost_race(e.sqlstate()) && attempt < 3) continue;
-        const bool unknown = e.kind() == failure::connection_lost || e.kind() == failure::timeout;
-        throw_unavailable(operation, ident.to_string(), e,
-                          unknown ? "; whether it took effect is unknown" : std::string_view{});
+        throw_unavailable(operation, ident.to_string(), e);
       }
       check_fenced(r.get(), operation, ident);
       return;

@@ -76,7 +76,7 @@ connection::connection(const endpoint& where) : command_timeout_(where.command_t
 
 connection::~connection() = default;
 
-void connection::fail(std::string_view what) {
+void connection::fail(std::string_view what, bool outcome_unknown) {
   broken_ = true;
   std::string reason;
   const bool timed_out = context_->err == REDIS_ERR_IO &&
@@ -89,7 +89,7 @@ void connection::fail(std::string_view what) {
   } else {
     reason = context_->errstr;
   }
-  throw io_failure(std::string(what) + ": " + reason);
+  throw io_failure(std::string(what) + ": " + reason, outcome_unknown);
 }
 
 void connection::pipeline(std::span<command> commands, std::span<reply_ptr> replies) {
@@ -99,7 +99,7 @@ void connection::pipeline(std::span<command> commands, std::span<reply_ptr> repl
   }
   for (reply_ptr& out : replies) {
     void* raw = nullptr;
-    if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) fail("receive");
+    if (redisGetReply(context_.get(), &raw) != REDIS_OK || raw == nullptr) fail("receive", /*outcome_unknown=*/true);
     out.reset(static_cast<redisReply*>(raw));
   }
 }

@@ -23,9 +23,16 @@ using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
 
 // The connection failed (refused, reset, timed out, protocol error). The store turns it into
 // store_unavailable_error naming the operation and the record; the connection is then unusable.
+// `outcome_unknown`: the command had been sent (in part or whole) when the failure came, so Redis
+// may run it, even later: closing the connection does not make Redis drop what it has received.
 class io_failure : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit io_failure(const std::string& message, bool outcome_unknown = false)
+      : std::runtime_error(message), outcome_unknown_(outcome_unknown) {}
+  bool outcome_unknown() const noexcept { return outcome_unknown_; }
+
+ private:
+  bool outcome_unknown_;
 };
 
 // Where and how to connect.
@@ -94,7 +101,8 @@ class connection {
   struct context_deleter {
     void operator()(redisContext* c) const noexcept { redisFree(c); }
   };
-  [[noreturn]] void fail(std::string_view what);
+  // `outcome_unknown`: the commands may have reached the server (see io_failure).
+  [[noreturn]] void fail(std::string_view what, bool outcome_unknown = false);
 
   std::unique_ptr<redisContext, context_deleter> context_;
   std::chrono::milliseconds command_timeout_;

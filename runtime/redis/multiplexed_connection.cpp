@@ -71,7 +71,7 @@ void multiplexed_connection::exchange(std::span<command> commands, std::span<rep
   }
   // Pass the reader role on: the oldest waiting caller's reply is the next to arrive.
   if (!reading_ && !waiting_.empty()) waiting_.front()->turn.notify_one();
-  if (me.failed) throw io_failure(failure_);
+  if (me.failed) throw io_failure(failure_, /*outcome_unknown=*/true);  // sent, not answered
 }
 
 void multiplexed_connection::send_locked(const std::string& wire) {
@@ -88,7 +88,7 @@ void multiplexed_connection::send_locked(const std::string& wire) {
     break_locked(timed_out ? "send: the server accepted nothing within the command timeout of " +
                                  std::to_string(command_timeout_.count()) + " ms"
                            : std::string("send: ") + std::strerror(errno));
-    throw io_failure(failure_);
+    throw io_failure(failure_, /*outcome_unknown=*/sent > 0);
   }
 }
 

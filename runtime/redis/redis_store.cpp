@@ -118,6 +118,15 @@ struct redis_store::impl {
     std::string record() const { return id == nullptr ? std::string() : id->to_string(); }
   };
 
+  // A command that was sent and not answered: Redis may have run it or may still run it.
+  [[noreturn]] void unavailable(const target& t, const rd::io_failure& e) const {
+    if (!e.outcome_unknown()) unavailable(t, std::string_view(e.what()));
+    throw outcome_unknown_error("redis_store: cannot " + std::string(t.operation) + t.describe() + ": Redis at " +
+                                    where.describe() + " is unavailable: " + std::string(e.what()) +
+                                    "; the command was sent and not answered, whether it took effect is unknown",
+                                std::string(t.operation), t.record());
+  }
+
   [[noreturn]] void unavailable(const target& t, std::string_view reason) const {
     throw store_unavailable_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
                                       ": Redis at " + where.describe() + " is unavailable: " + std::string(reason),
@@ -174,7 +183,7 @@ struct redis_store::impl {
         return out;
       }
     } catch (const rd::io_failure& e) {
-      unavailable(t, e.what());
+      unavailable(t, e);
     }
   }
 
@@ -191,7 +200,7 @@ struct redis_store::impl {
       if (reply->type != REDIS_REPLY_INTEGER) unavailable(t, "WAIT failed: " + std::string(rd::text(reply.get())));
       return reply->integer;
     } catch (const rd::io_failure& e) {
-      unavailable(t, e.what());
+      unavailable(t, e);
     }
   }
 
@@ -555,7 +564,7 @@ std::size_t redis_store::purge_expired() {
       keys.reserve(page_keys.elements);
       for (std::size_t i = 0; i < page_keys.elements; ++i) keys.emplace_back(rd::text(page_keys.element[i]));
     } catch (const rd::io_failure& e) {
-      d.unavailable(t, e.what());
+      d.unavailable(t, e);
     }
     if (!keys.empty()) {
       std::vector<std::string_view> views(keys.begin(), keys.end());

@@ -172,6 +172,19 @@ void sqlite_connection::busy_timeout(std::chrono::milliseconds timeout) {
   sqlite3_busy_timeout(db_, clamp_ms(timeout));
 }
 
+void sqlite_connection::eager_busy_wait(std::chrono::steady_clock::time_point deadline) {
+  eager_deadline_ = deadline;
+  sqlite3_busy_handler(
+      db_,
+      [](void* self, int) -> int {
+        const auto until = static_cast<sqlite_connection*>(self)->eager_deadline_;
+        if (std::chrono::steady_clock::now() >= until) return 0;
+        sqlite3_sleep(1);
+        return 1;
+      },
+      this);
+}
+
 void sqlite_connection::run(statement which, std::string_view doing) {
   if (int rc = try_run(which); rc != SQLITE_OK) throw failure_of(db_, rc, doing);
 }

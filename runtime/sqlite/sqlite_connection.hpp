@@ -78,6 +78,11 @@ class sqlite_connection {
 
   // Sets SQLite's busy timeout for the next statements (clamped to [0, INT_MAX] ms).
   void busy_timeout(std::chrono::milliseconds timeout);
+  // Waits for the write lock until `deadline` by re-trying every millisecond, instead of SQLite's
+  // backing-off sleeps (up to 100 ms each, during which another process can take the lock again
+  // and again): a lease extension must not lose the race for the lock ~30 times in a row. The
+  // next busy_timeout() call puts SQLite's handler back.
+  void eager_busy_wait(std::chrono::steady_clock::time_point deadline);
 
   // Runs a statement that returns no rows (BEGIN IMMEDIATE, COMMIT, ROLLBACK). Throws sqlite_failure.
   void run(statement which, std::string_view doing);
@@ -86,6 +91,7 @@ class sqlite_connection {
 
  private:
   sqlite3* db_ = nullptr;
+  std::chrono::steady_clock::time_point eager_deadline_{};
   std::array<sqlite3_stmt*, statement_count> statements_{};
 };
 

@@ -278,12 +278,18 @@ namespace {
 // locked() is false if the mutex or SQLite's write lock stayed busy until the deadline.
 class write_transaction {
  public:
+  // `eager`: wait for SQLite's write lock by re-trying every millisecond (see
+  // sqlite_connection::eager_busy_wait), for lease extensions.
   write_transaction(std::timed_mutex& writer, detail::connection_pool& pool, milliseconds busy_timeout,
-                    steady::time_point lock_deadline, std::string_view doing)
+                    steady::time_point lock_deadline, std::string_view doing, bool eager = false)
       : lock_(writer, std::defer_lock) {
     if (!lock_.try_lock_until(lock_deadline)) return;
     loan_.emplace(pool.borrow(std::max(lock_deadline, deadline_after(busy_timeout))));
-    (*loan_)->busy_timeout(left_until(lock_deadline));
+    if (eager) {
+      (*loan_)->eager_busy_wait(lock_deadline);
+    } else {
+      (*loan_)->busy_timeout(left_until(lock_deadline));
+    }
     const int rc = (*loan_)->try_run(statement::begin_immediate);
     if (is_busy(rc)) return;
     if (rc != SQLITE_OK) throw detail::failure_of((*loan_)->handle(), rc, doing);
@@ -507,11 +513,15 @@ bool sqlite_store::extend(const identity& id, const lease_token& token, millisec
   const record_key key(id);
   try {
     s.refuse_self_lock("extend", id);
-    // The heartbeat thread is shared by every record of an engine: never hold it long.
-    const milliseconds budget = std::min(s.options.busy_timeout, std::max(lease / 4, milliseconds(1)));
-    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(budget), "begin the extension");
+    // The heartbeat extends at lease/2, so the lease still runs for half of it: wait for the write
+    // lock for up to 3/8 of the lease (extends run in parallel, a slow one holds up no other), and
+    // re-try every millisecond rather than sleep through other writers' gaps (issue 13: with
+    // SQLite's backing-off busy handler another process took the lock ~30 times in a row).
+    const milliseconds budget = std::min(s.options.busy_timeout, std::max(lease * 3 / 8, milliseconds(1)));
+    write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(budget), "begin the extension",
+                         /*eager=*/true);
     if (!tx.locked())
-      s.unavailable("extend", &id, "the database stayed locked by another writer for a quarter of the lease");
+      s.unavailable("extend", &id, "the database stayed locked by another writer for 3/8 of the lease");
     const auto token_blob = token.to_bytes();
     bool extended = false;
     {

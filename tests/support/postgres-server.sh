@@ -4,18 +4,22 @@
 #   postgres-server.sh start <state-dir>   initdb into a fresh temporary directory, start a server on
 #                                          127.0.0.1 and a free port, write <state-dir>/conninfo
 #   postgres-server.sh stop <state-dir>    stop that server and delete its data directory
+#   postgres-server.sh kill <state-dir>    SIGKILL the server's postmaster (data kept; fault tests)
+#   postgres-server.sh halt <state-dir>    stop the server cleanly, keeping its data (fault tests)
+#   postgres-server.sh restart <state-dir> start the kept data again on the same port (fault tests)
 #
 # The server listens on 127.0.0.1 only; its unix socket lives in its own temporary directory, never
 # in a shared place. fsync is off: the data is thrown away after the run. Run as root, the server
 # runs as the `postgres` user (runuser). Exits non-zero with the server log on stderr when the
 # server cannot start, so the ctest fixture fails instead of skipping.
 #
-# Environment: IDEM_PG_BIN overrides the directory of initdb/pg_ctl (default: the newest
+# Environment: IDEM_PG_DURABLE=1 keeps fsync and synchronous_commit on (the fault tests, which kill
+# the server and count what survives). IDEM_PG_BIN overrides the directory of initdb/pg_ctl (default: the newest
 # /usr/lib/postgresql/*/bin).
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop <state-dir>" >&2
+  echo "usage: $0 start|stop|kill|halt|restart <state-dir>" >&2
   exit 2
 }
 
@@ -74,7 +78,8 @@ start() {
     exit 1
   fi
 
-  local port attempt
+  local port attempt durable=off
+  [[ "${IDEM_PG_DURABLE:-}" == 1 ]] && durable=on
   for attempt in 1 2 3 4 5; do
     port=$(pick_port postgres-server.sh)
     cat >>"$data_root/data/postgresql.conf" <<EOF
@@ -82,9 +87,9 @@ start() {
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$data_root'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+fsync = $durable
+synchronous_commit = $durable
+full_page_writes = $durable
 max_connections = 300
 shared_buffers = 64MB
 log_min_messages = warning
@@ -120,8 +125,28 @@ stop_quietly() {
   rm -f "$state_dir/datadir" "$state_dir/conninfo" "$state_dir/port"
 }
 
+data_dir() {
+  echo "$(cat "$state_dir/datadir")/data"
+}
+
 case "$action" in
   start) start ;;
+  kill)
+    pid=$(head -n 1 "$(data_dir)/postmaster.pid")
+    kill -KILL "$pid"
+    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.025; done
+    # Its backends exit once they notice the postmaster is gone; the restart waits for them.
+    ;;
+  halt) as_owner "$(find_bin)/pg_ctl" -D "$(data_dir)" -m fast -w -t 60 stop >/dev/null ;;
+  restart)
+    for _ in $(seq 1 200); do
+      as_owner "$(find_bin)/pg_ctl" -D "$(data_dir)" -l "$(cat "$state_dir/datadir")/server.log" -w -t 60 start \
+        >"$state_dir/pg_ctl.log" 2>&1 && exit 0
+      sleep 0.05  # backends of a killed postmaster still hold the shared memory
+    done
+    cat "$state_dir/pg_ctl.log" >&2
+    exit 1
+    ;;
   stop)
     stop_quietly
     echo "postgres-server.sh: stopped"

@@ -1,0 +1,470 @@
+// tests/reliability/fault_test.cpp — store faults (ctest label `fault`): a private PostgreSQL or
+// redis-server of this test is killed (SIGKILL), stopped cleanly, or frozen (SIGSTOP) in the
+// middle of a run and restarted on the same data and port. See docs/reliability.md.
+#include <catch2/catch.hpp>
+#include <dirent.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <idem/engine.hpp>
+#include <idem/postgres_store.hpp>
+#include <idem/redis_store.hpp>
+#include <idem/sqlite_store.hpp>
+#include <sqlite3.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "process.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono;
+using idem::reliability::child;
+
+namespace {
+
+constexpr int keys = 20;
+
+struct scratch {
+  fs::path dir;
+  scratch() {
+    std::string templ = (fs::temp_directory_path() / "idem-fault.XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir = templ;
+  }
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+int free_port() {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+double ms_since(steady_clock::time_point t) { return duration<double, std::milli>(steady_clock::now() - t).count(); }
+
+// A redis-server of this test, persisting every write (appendonly yes, appendfsync always).
+class private_redis {
+ public:
+  private_redis() : port_(free_port()) { start(); }
+  ~private_redis() {
+    if (server_) {
+      server_->signal(SIGCONT);
+      server_->signal(SIGKILL);
+    }
+  }
+  int port() const { return port_; }
+  child& server() { return *server_; }
+  void start() {
+    server_ = std::make_unique<child>(std::vector<std::string>{
+        "/bin/sh", "-c",
+        "exec redis-server --bind 127.0.0.1 --port " + std::to_string(port_) +
+            " --save '' --appendonly yes --appendfsync always --dir " + dir_.dir.string() +
+            " --logfile " + (dir_.dir / "redis.log").string()});
+    // Ready once it answers PING (bounded).
+    const auto until = steady_clock::now() + seconds(20);
+    for (;;) {
+      redisContext* c = redisConnect("127.0.0.1", port_);
+      bool ok = false;
+      if (c != nullptr && c->err == 0) {
+        auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
+        ok = r != nullptr && r->type == REDIS_REPLY_STATUS;
+        if (r != nullptr) freeReplyObject(r);
+      }
+      if (c != nullptr) redisFree(c);
+      if (ok) return;
+      REQUIRE(server_->running());
+      REQUIRE(steady_clock::now() < until);
+      std::this_thread::sleep_for(milliseconds(10));  // no event tells when a server listens
+    }
+  }
+  void kill_hard() {
+    server_->signal(SIGKILL);
+    REQUIRE(server_->wait_for(seconds(10)));
+  }
+  void stop_clean() {
+    server_->signal(SIGTERM);
+    REQUIRE(server_->wait_for(seconds(20)));
+  }
+
+ private:
+  scratch dir_;
+  int port_;
+  std::unique_ptr<child> server_;
+};
+
+// A PostgreSQL server of this test (tests/support/postgres-server.sh: fsync off, so what survives
+// is what a killed server process keeps, not a power loss).
+class private_postgres {
+ public:
+  private_postgres() { script("start"); }
+  ~private_postgres() {
+    signal_all(SIGCONT);
+    script("stop", false);
+  }
+  std::string conninfo() const {
+    std::ifstream in(state_.dir / "conninfo");
+    std::string line;
+    std::getline(in, line);
+    return line;
+  }
+  void script(const std::string& action, bool required = true) {
+    const std::string cmd = "IDEM_PG_DURABLE=1 bash " IDEM_SUPPORT_DIR "/postgres-server.sh " + action + " " + state_.dir.string() +
+                            " >/dev/null 2>" + (state_.dir / "script.err").string();
+    const int rc = std::system(cmd.c_str());
+    if (required) REQUIRE(rc == 0);
+  }
+  // SIGSTOP / SIGCONT the postmaster and every backend.
+  void signal_all(int sig) {
+    std::ifstream dirfile(state_.dir / "datadir");
+    std::string root;
+    if (!std::getline(dirfile, root)) return;
+    std::ifstream pidfile(fs::path(root) / "data" / "postmaster.pid");
+    pid_t master = 0;
+    if (!(pidfile >> master)) return;
+    ::kill(master, sig);
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream stat(e.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const auto close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      char state = 0;
+      pid_t ppid = 0;
+      std::istringstream rest(line.substr(close + 2));
+      rest >> state >> ppid;
+      if (ppid == master) ::kill(std::stoi(name), sig);
+    }
+  }
+
+ private:
+  scratch state_;
+};
+
+std::unique_ptr<idem::store> redis_store_on(int port) {
+  idem::redis_store_options o;
+  o.port = port;
+  o.connect_timeout = milliseconds(200);
+  o.command_timeout = milliseconds(300);
+  o.fallback_recheck = milliseconds(20);
+  return std::make_unique<idem::redis_store>(o);
+}
+
+std::unique_ptr<idem::store> postgres_store_on(const std::string& conninfo) {
+  auto s = std::make_unique<idem::postgres_store>(
+      idem::postgres_store_options{.conninfo = conninfo + " connect_timeout=2", .pool_size = 4,
+                                   .operation_timeout = milliseconds(500), .log = nullptr});
+  s->create_schema();
+  return s;
+}
+
+// Completes `keys` records, kills (or stops) the server mid-run, checks that calls fail fast,
+// that a waiter blocked in the store returns within its wait, restarts the server, and checks
+// that the same store serves again and every completed record replays (no action ran twice).
+template <class Server, class Kill, class Restart>
+void kill_and_restart(const char* label, idem::store& store, Kill kill, Restart restart) {
+  idem::engine engine{store, {.default_lease = milliseconds(2000), .purge_interval = milliseconds(0)}};
+  std::vector<int> runs(keys, 0);
+  auto call = [&](int k, milliseconds wait) {
+    auto ctx = engine.make_context("Fault.run", "key-" + std::to_string(k), {.wait = wait});
+    return engine.execute(ctx, [&] {
+      ++runs[static_cast<std::size_t>(k)];
+      return std::string("v") + std::to_string(k);
+    }, idem::string_codec{});
+  };
+  for (int k = 0; k < keys / 2; ++k) REQUIRE(call(k, milliseconds(0)).ran());
+
+  // A waiter blocked inside the store on a record another caller holds.
+  auto holder_ctx = engine.make_context("Fault.run", "held", {.wait = milliseconds(0)});
+  auto held = store.try_acquire(holder_ctx);
+  REQUIRE(std::holds_alternative<idem::acquired>(held));
+  constexpr milliseconds waiter_wait{1500};
+  auto waiter = std::async(std::launch::async, [&] {
+    const auto t = steady_clock::now();
+    try {
+      auto ctx = engine.make_context("Fault.run", "held", {.wait = waiter_wait});
+      (void)store.try_acquire(ctx);
+    } catch (const idem::store_error&) {
+    }
+    return ms_since(t);
+  });
+  std::this_thread::sleep_for(milliseconds(100));  // let it block (there is no event to observe)
+  kill();
+
+  // Calls fail fast with store_unavailable_error.
+  double worst = 0;
+  int failed = 0;
+  for (int k = keys / 2; k < keys / 2 + 5; ++k) {
+    const auto t = steady_clock::now();
+    try {
+      (void)call(k, milliseconds(0));
+    } catch (const idem::store_unavailable_error&) {
+      ++failed;
+    }
+    worst = std::max(worst, ms_since(t));
+  }
+  CHECK(failed == 5);
+  CHECK(worst < 10000);  // generous: catches a hang, not a slow call
+  const double waiter_ms = waiter.get();
+  CHECK(waiter_ms < waiter_wait.count() + 5000);
+  for (int k = keys / 2; k < keys / 2 + 5; ++k) CHECK(runs[static_cast<std::size_t>(k)] == 0);
+
+  restart();
+  // The same process and store serve again; every completed record replays.
+  int replays = 0, ran = 0;
+  const auto back = steady_clock::now();
+  for (int attempt = 0;; ++attempt) {
+    try {
+      (void)call(0, milliseconds(0));
+      break;
+    } catch (const idem::store_unavailable_error&) {
+      REQUIRE(attempt < 100);  // the pool reconnects on the next call, not after many
+    }
+  }
+  const double recovery_ms = ms_since(back);
+  for (int k = 0; k < keys; ++k) {
+    auto o = call(k, milliseconds(0));
+    if (o.is_replay()) {
+      ++replays;
+      CHECK(o.value() == "v" + std::to_string(k));
+    } else if (o.ran()) {
+      ++ran;
+    }
+  }
+  CHECK(replays == keys / 2);
+  CHECK(ran == keys / 2);
+  int twice = 0;
+  for (int k = 0; k < keys; ++k) twice += runs[static_cast<std::size_t>(k)] > 1 ? 1 : 0;
+  CHECK(twice == 0);
+  std::printf("fault[%s]: %d/5 calls failed with store_unavailable_error, worst %.0f ms; waiter (wait %lld ms) "
+              "returned after %.0f ms; after the restart first call served after %.0f ms; %d/%d completed records "
+              "replayed, %d lost, %d actions run twice\n",
+              label, failed, worst, static_cast<long long>(waiter_wait.count()), waiter_ms, recovery_ms, replays,
+              keys / 2, keys / 2 - replays, twice);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+TEST_CASE("fault.redis.sigkill_restart") {
+  private_redis server;
+  auto store = redis_store_on(server.port());
+  kill_and_restart<private_redis>("redis/SIGKILL, appendonly+fsync always", *store, [&] { server.kill_hard(); },
+                                  [&] { server.start(); });
+}
+
+TEST_CASE("fault.redis.clean_stop_restart") {
+  private_redis server;
+  auto store = redis_store_on(server.port());
+  kill_and_restart<private_redis>("redis/SIGTERM", *store, [&] { server.stop_clean(); }, [&] { server.start(); });
+}
+
+TEST_CASE("fault.postgres.sigkill_restart") {
+  private_postgres server;
+  auto store = postgres_store_on(server.conninfo());
+  kill_and_restart<private_postgres>("postgres/SIGKILL", *store, [&] { server.script("kill"); },
+                                     [&] { server.script("restart"); });
+}
+
+TEST_CASE("fault.postgres.clean_stop_restart") {
+  private_postgres server;
+  auto store = postgres_store_on(server.conninfo());
+  kill_and_restart<private_postgres>("postgres/fast stop", *store, [&] { server.script("halt"); },
+                                     [&] { server.script("restart"); });
+}
+
+// Defect (issue 13): a complete sent to a frozen Redis was reported as store_unavailable_error and
+// Redis still ran it when it woke. It must be reported as outcome_unknown_error.
+TEST_CASE("fault.redis.frozen_complete_is_outcome_unknown") {
+  private_redis server;
+  auto store = redis_store_on(server.port());
+  auto ctx = idem::context{.id = {"Fault.frozen", "k"}, .lease = milliseconds(5000), .wait = milliseconds(0)};
+  auto a = store->try_acquire(ctx);
+  REQUIRE(std::holds_alternative<idem::acquired>(a));
+  const auto token = std::get<idem::acquired>(a).token;
+  server.server().signal(SIGSTOP);
+  const auto t = steady_clock::now();
+  bool unknown = false;
+  try {
+    store->complete(ctx.id, token, idem::payload::none(), ctx.ttl);
+  } catch (const idem::outcome_unknown_error& e) {
+    unknown = true;
+    CHECK(e.operation() == "complete");
+  } catch (const idem::store_unavailable_error&) {
+  }
+  const double fail_ms = ms_since(t);
+  server.server().signal(SIGCONT);
+  CHECK(unknown);
+  CHECK(fail_ms < 10000);
+  // What the caller may assume: nothing. Here Redis ran the command when it woke.
+  bool took_effect = false;
+  for (int attempt = 0; attempt < 100 && !took_effect; ++attempt) {
+    try {
+      took_effect = std::holds_alternative<idem::duplicate>(store->try_acquire(ctx));
+      break;
+    } catch (const idem::store_unavailable_error&) {
+    }
+  }
+  // A refused call (nothing sent) is still a plain store_unavailable_error. The first call after
+  // the kill may still be sent on a pooled connection the kernel had not closed yet.
+  server.kill_hard();
+  bool plain = false;
+  for (int attempt = 0; attempt < 3 && !plain; ++attempt) {
+    try {
+      store->complete(ctx.id, token, idem::payload::none(), ctx.ttl);
+    } catch (const idem::outcome_unknown_error&) {
+    } catch (const idem::store_unavailable_error&) {
+      plain = true;
+    }
+  }
+  CHECK(plain);
+  std::printf("fault[redis/SIGSTOP]: complete reported outcome_unknown_error after %.0f ms (command timeout 300 ms); "
+              "Redis %s it when it woke\n",
+              fail_ms, took_effect ? "ran" : "did not run");
+  std::fflush(stdout);
+}
+
+// Defect (issue 13): a claim sent to a frozen PostgreSQL timed out and ran when the server woke.
+TEST_CASE("fault.postgres.frozen_claim_is_outcome_unknown") {
+  private_postgres server;
+  auto store = postgres_store_on(server.conninfo());
+  auto warm = idem::context{.id = {"Fault.frozen", "warm"}, .lease = milliseconds(5000), .wait = milliseconds(0)};
+  REQUIRE(std::holds_alternative<idem::acquired>(store->try_acquire(warm)));  // a pooled connection exists
+  server.signal_all(SIGSTOP);
+  auto ctx = idem::context{.id = {"Fault.frozen", "k"}, .lease = milliseconds(1000), .wait = milliseconds(0)};
+  const auto t = steady_clock::now();
+  bool unknown = false;
+  try {
+    (void)store->try_acquire(ctx);
+  } catch (const idem::outcome_unknown_error& e) {
+    unknown = true;
+    CHECK(e.operation() == "try_acquire");
+  } catch (const idem::store_unavailable_error&) {
+  }
+  const double fail_ms = ms_since(t);
+  server.signal_all(SIGCONT);
+  CHECK(unknown);
+  CHECK(fail_ms < 10000);
+  // What the caller may assume: the lost claim holds the record for at most one lease, then the
+  // key is claimable again (with a wait, the store steals it the moment it expires).
+  std::string state = "absent";
+  const auto woke = steady_clock::now();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    try {
+      auto r = store->try_acquire(ctx);
+      if (std::holds_alternative<idem::in_flight>(r)) {
+        state = "in progress under the lost claim's token";
+        CHECK(std::get<idem::in_flight>(r).retry_after <= ctx.lease);
+      } else {
+        state = "claimable";
+      }
+      break;
+    } catch (const idem::store_unavailable_error&) {
+    }
+  }
+  auto patient = ctx;
+  patient.wait = milliseconds(5000);
+  REQUIRE(std::holds_alternative<idem::acquired>(store->try_acquire(patient)));
+  const double recovered_ms = ms_since(woke);
+  std::printf("fault[postgres/SIGSTOP]: claim reported outcome_unknown_error after %.0f ms (operation timeout 500 ms); "
+              "after the wake-up the record was %s, claimable again after %.0f ms (lease 1000 ms)\n",
+              fail_ms, state.c_str(), recovered_ms);
+  std::fflush(stdout);
+}
+
+// Defect (issue 13): under write-lock contention SQLite's backing-off busy handler let other
+// writers take the lock many times in a row while a holder's extend waited; its lease lapsed and
+// was stolen while its action ran. Three connections hammer the write lock while a holder with a
+// 200 ms lease runs a 2 s action and another store on the file waits to steal the record.
+TEST_CASE("fault.sqlite.extend_under_write_lock_contention") {
+  scratch tmp;
+  const std::string path = (tmp.dir / "idem.db").string();
+  idem::sqlite_store holder_store{{.path = path, .synchronous = idem::sqlite_synchronous::normal}};
+  idem::sqlite_store thief_store{{.path = path, .synchronous = idem::sqlite_synchronous::normal}};
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "CREATE TABLE IF NOT EXISTS noise (x INTEGER)", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> noise_commits{0};
+  std::vector<std::thread> writers;
+  for (int i = 0; i < 3; ++i)
+    writers.emplace_back([&] {
+      sqlite3* db = nullptr;
+      sqlite3_open(path.c_str(), &db);
+      sqlite3_busy_timeout(db, 5000);
+      sqlite3_exec(db, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+      while (!stop.load()) {
+        if (sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) continue;
+        sqlite3_exec(db, "INSERT INTO noise VALUES (1)", nullptr, nullptr, nullptr);
+        std::this_thread::sleep_for(microseconds(300));  // a short write transaction
+        if (sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK) ++noise_commits;
+        std::this_thread::sleep_for(microseconds(300));  // and a short pause, as another store's calls
+      }
+      sqlite3_close(db);
+    });
+  std::vector<std::string> failures;
+  std::mutex failures_mutex;
+  idem::engine_hooks hooks;
+  hooks.log = [&](const idem::log_record& r) {
+    std::lock_guard lock(failures_mutex);
+    if (r.level >= idem::log_level::warning) failures.push_back(r.message);
+  };
+  idem::engine engine{holder_store, {.default_lease = milliseconds(200), .purge_interval = milliseconds(0)},
+                      std::move(hooks)};
+  std::promise<void> started;
+  auto thief = std::async(std::launch::async, [&] {
+    started.get_future().wait();
+    auto ctx = idem::context{.id = {"Fault.contended", "k"}, .lease = milliseconds(200), .wait = milliseconds(4000)};
+    return thief_store.try_acquire(ctx);
+  });
+  auto ctx = engine.make_context("Fault.contended", "k");
+  const auto t = steady_clock::now();
+  bool lost = false;
+  try {
+    auto o = engine.execute(ctx, [&] {
+      started.set_value();
+      std::this_thread::sleep_for(seconds(2));  // ten leases of work
+      return std::string("holder");
+    }, idem::string_codec{});
+    CHECK(o.ran());
+    if (!o.ran()) started.set_value();
+  } catch (const idem::lease_lost_error&) {
+    lost = true;
+  }
+  const double held_ms = ms_since(t);
+  auto stolen = thief.get();
+  stop = true;
+  for (auto& w : writers) w.join();
+  CHECK(!lost);
+  CHECK(std::holds_alternative<idem::duplicate>(stolen));
+  std::printf("fault[sqlite/write-lock contention]: 3 writers committed %ld transactions while a 200 ms lease was held "
+              "%.0f ms; lease %s; %zu warnings (failed extends)\n",
+              noise_commits.load(), held_ms, lost ? "LOST" : "kept", failures.size());
+  std::fflush(stdout);
+}
