@@ -70,7 +70,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       default: facts.returns_reference = true; break;
     }
   }
-  if (flags & 32) facts.parameters.push_back(parameter{"const ns::Cmd&", "const ns::Cmd&", "cmd", at(1)});
+  if (flags & 32) {
+    parameter cmd;
+    cmd.type = cmd.key_type = "const ns::Cmd&";
+    cmd.name = "cmd";
+    cmd.position = at(1);
+    facts.parameters.push_back(std::move(cmd));
+  }
 
   // The attribute as if written on one line: [[idem::idempotent(name = "value", ...)]]
   raw_attribute attribute;
