@@ -1,12 +1,5 @@
 # Configures, builds and runs tests/subproject/consumer against this source tree (Release).
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT status EQUAL 0)
-    string(REPLACE ";" " " command "${ARGN}")
-    message(FATAL_ERROR "failed (${status}): ${command}\n${out}\n${err}")
-  endif()
-  set(output "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run_checked.cmake)
 
 file(REMOVE_RECURSE ${WORK})
 run(${CMAKE_COMMAND} -S ${SOURCE}/tests/subproject/consumer -B ${WORK} -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${CXX}

@@ -4,14 +4,7 @@
 # behaviour:
 #   - a no-op rebuild runs no generator command;
 #   - touching a header that one annotated header includes regenerates only that header's output.
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT status EQUAL 0)
-    string(REPLACE ";" " " command "${ARGN}")
-    message(FATAL_ERROR "failed (${status}): ${command}\n${out}\n${err}")
-  endif()
-  set(output "${out}${err}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/../../support/run_checked.cmake)
 
 file(REMOVE_RECURSE ${WORK})
 file(COPY ${SOURCE}/ DESTINATION ${WORK}/source)
