@@ -75,6 +75,16 @@ class writer {
   // Restores the generated file's own numbering after a `#line` into the annotated source.
   void restore_numbering() { line("#line " + std::to_string(line_ + 2) + " " + quote(file_)); }
 
+  // Writes `prefix` + `code` as one line that the compiler places at `where` in the annotated
+  // source (the prefix padded so that `code` starts at its column), then hands numbering back: a
+  // compile error in user-written code then points at the attribute, not at generated code.
+  void line_at(const source_position& where, std::string prefix, const std::string& code) {
+    if (where.column > prefix.size() + 1) prefix += std::string(where.column - 1 - prefix.size(), ' ');
+    line("#line " + std::to_string(where.line) + " " + quote(where.file));
+    line(prefix + code);
+    restore_numbering();
+  }
+
   const std::string& text() const { return text_; }
 
  private:
@@ -157,19 +167,12 @@ void emit_helpers(writer& w, const function_spec& spec, const std::string& name)
   w.line("inline ::std::string " + name + "_key(" + key_parameters(facts, true) + ") {");
   // The key expression keeps the attribute's line and column, so that a compile error in it
   // (say, after the parameter's type changed) still points at the attribute.
-  std::string prefix = "  return ::idem::to_key(";
-  const unsigned column = spec.key_position.column;
-  if (column > prefix.size() + 1) prefix += std::string(column - 1 - prefix.size(), ' ');
-  w.line("#line " + std::to_string(spec.key_position.line) + " " + quote(spec.key_position.file));
-  w.line(prefix + spec.key + ");");
-  w.restore_numbering();
+  w.line_at(spec.key_position, "  return ::idem::to_key(", spec.key + ");");
   w.line("}");
   if (!spec.codec.empty()) {
     w.line();
     w.line("using " + name + "_codec =");
-    w.line("#line " + std::to_string(spec.codec_position.line) + " " + quote(spec.codec_position.file));
-    w.line(std::string(spec.codec_position.column > 1 ? spec.codec_position.column - 1 : 0, ' ') + spec.codec + ";");
-    w.restore_numbering();
+    w.line_at(spec.codec_position, "", spec.codec + ";");
   }
   if (in_guarded_class(facts) && has_defaults(facts)) {
     // The default arguments, evaluated where the class's own are: in its namespace, with its
@@ -180,12 +183,7 @@ void emit_helpers(writer& w, const function_spec& spec, const std::string& name)
       const parameter& p = facts.parameters[i];
       if (p.default_argument.empty()) continue;
       w.line("  static " + p.default_type + " argument_" + std::to_string(i) + "() {");
-      std::string start = "    return ";
-      const unsigned at = p.default_position.column;
-      if (at > start.size() + 1) start += std::string(at - 1 - start.size(), ' ');
-      w.line("#line " + std::to_string(p.default_position.line) + " " + quote(p.default_position.file));
-      w.line(start + p.default_argument + ";");
-      w.restore_numbering();
+      w.line_at(p.default_position, "    return ", p.default_argument + ";");
       w.line("  }");
     }
     w.line("};");
