@@ -1,7 +1,8 @@
 // idem/redis_store.hpp — a store on Redis through hiredis, shared by every process that uses the
-// same Redis and prefix.
+// same Redis (one server, or a Redis Cluster) and prefix.
 //
 //   idem::redis_store store{{.host = "127.0.0.1", .port = 6379, .prefix = "orders:idem:"}};
+//   idem::redis_store sharded{{.host = "10.0.0.1", .port = 7000, .cluster = {.enabled = true}}};
 //   idem::engine engine{store};
 //
 // Every transition is one Lua script sent with EVALSHA (reloaded with EVAL when Redis answers
@@ -10,8 +11,9 @@
 // payload) at `<prefix>rec:<scope>:<hex SHA-256 of the key>`; the raw key never reaches Redis. A duplicate waits on pub/sub: the complete and release
 // scripts PUBLISH on `<prefix>evt:<scope>:<hex>`, one subscriber connection per store carries every
 // waiter's subscription, and a waiter re-checks the record after its subscription is confirmed so
-// that no wake-up is lost. docs/stores/redis.md has the record layout, the ACL and the consistency
-// rules of the local cache.
+// that no wake-up is lost. In a Redis Cluster every call goes to the master of its record's slot
+// and a waiter subscribes there with sharded pub/sub. docs/stores/redis.md has the record layout,
+// the ACL, the cluster's guarantees and the consistency rules of the local cache.
 #pragma once
 
 #include <chrono>
@@ -20,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <idem/store.hpp>
 
@@ -39,18 +42,30 @@ struct redis_local_cache {
   std::chrono::milliseconds max_age{60'000};   // >= 1 ms: a cached completion is served at most this long
 };
 
+// Redis Cluster mode (Redis >= 7: CLUSTER SHARDS, sharded pub/sub). The store learns the slot map
+// from host:port or any seed, sends every call to the master of its record's slot, follows MOVED
+// and ASK redirections, and retries TRYAGAIN and CLUSTERDOWN answers within command_timeout.
+// Every Redis key of a record carries a hash tag made of the record's identity, so each script
+// touches one slot and records spread over every master. replica_ack applies per master.
+struct redis_cluster_options {
+  bool enabled = false;            // host:port (and seeds) are nodes of a Redis Cluster
+  std::vector<std::string> seeds;  // more nodes, "host:port", asked for the slot map as well
+};
+
 // Settings of a redis_store. An aggregate; the constructor validates it.
 struct redis_store_options {
   std::string host = "127.0.0.1";
   int port = 6379;                                   // 1..65535
   std::string username;                              // ACL user (Redis 6+); empty = `default`
   std::string password;                              // empty = no AUTH
-  int database = 0;                                  // SELECT; >= 0
-  std::string prefix = "idem:";                      // every key and channel starts with it; not empty
+  int database = 0;                                  // SELECT; >= 0; 0 in cluster mode
+  std::string prefix = "idem:";                      // every key and channel starts with it; not
+                                                     // empty; no '{' or '}' in cluster mode
   std::chrono::milliseconds connect_timeout{500};    // >= 1 ms
   std::chrono::milliseconds command_timeout{2'000};  // >= 1 ms: bounds every round trip
-  std::size_t pool_size = 16;                        // >= 1 command connections, opened on demand;
-                                                     // 1 = every thread pipelines on one
+  std::size_t pool_size = 16;                        // >= 1 command connections (per master in
+                                                     // cluster mode), opened on demand; 1 = every
+                                                     // thread pipelines on one
   std::chrono::milliseconds retention_grace{60'000};  // >= 0: native expiry = logical expiry + this
   std::chrono::milliseconds fallback_recheck{50};    // >= 1 ms: a waiter's re-check period while
                                                      // the subscriber connection is down
@@ -58,6 +73,7 @@ struct redis_store_options {
   std::size_t purge_max_pages = 100;                 // >= 1: pages per purge_expired() call
   redis_replica_ack replica_ack;
   redis_local_cache local_cache;
+  redis_cluster_options cluster;
 };
 
 // Counters for tests and metrics; each is monotonic over the store's life.
@@ -68,14 +84,18 @@ struct redis_store_statistics {
   std::uint64_t connections_opened = 0;  // command connections opened
   std::uint64_t wakeups = 0;           // pub/sub messages received by the subscriber connection
   std::uint64_t message_answers = 0;   // waiters answered from a completion message, no round trip
+  std::uint64_t redirections = 0;      // cluster: MOVED and ASK answers followed
+  std::uint64_t cluster_retries = 0;   // cluster: TRYAGAIN and CLUSTERDOWN answers retried
+  std::uint64_t slot_map_refreshes = 0;  // cluster: slot maps learned with CLUSTER SHARDS
 };
 
 // idem::redis_store
 //
-// A store on one Redis server (standalone or the primary of a Sentinel setup; not Redis Cluster).
-// Thread-safe. Command connections are multiplexed and opened on demand: a call takes a connection
-// with nothing in flight, opens another while fewer than pool_size are open, and beyond that
-// pipelines on the least busy one. A caller alone on a connection never hops threads. A broken
+// A store on one Redis server (standalone or the primary of a Sentinel setup) or, with
+// `cluster.enabled`, on a Redis Cluster. Thread-safe. Command connections are multiplexed and
+// opened on demand (per master in a cluster): a call takes a connection with nothing in flight,
+// opens another while fewer than pool_size are open, and beyond that pipelines on the least busy
+// one. A caller alone on a connection never hops threads. A broken
 // connection fails the calls in flight on it and is replaced on the next call, which is how the
 // store recovers by itself after Redis restarts. Waiting never holds a command connection. Not
 // copyable or movable.
@@ -110,16 +130,18 @@ class redis_store final : public store {
 
   std::size_t waiting() const noexcept override;
 
-  // Scans at most purge_max_pages pages of purge_batch keys under `<prefix>rec:*`, continuing
-  // where the previous call stopped (the cursor is kept; a full sweep may take several calls), and
-  // deletes the expired records idem owns; foreign keys are skipped. Records also carry a native
+  // Scans at most purge_max_pages pages of purge_batch keys under `<prefix>rec:*` (on every
+  // master in a cluster), continuing where the previous call stopped (a cursor is kept per node; a
+  // full sweep may take several calls), and deletes the expired records idem owns; foreign keys
+  // are skipped. Records also carry a native
   // Redis expiry (logical expiry + retention_grace), so Redis forgets them without purge. Calls
   // are serialised with one another.
   std::size_t purge_expired() override;
 
   std::string_view name() const noexcept override { return "redis_store"; }
 
-  // The Redis key of `id`'s record: `<prefix>rec:<scope>:<64 hex digits of SHA-256(key)>`.
+  // The Redis key of `id`'s record: `<prefix>rec:<scope>:<64 hex digits of SHA-256(key)>`, in
+  // cluster mode `<prefix>rec:{<64 hex digits>:<scope>}` (the braces make the hash tag).
   std::string record_key(const identity& id) const;
   // The pub/sub channel the scripts publish on when `id`'s record completes or is released.
   std::string channel(const identity& id) const;

@@ -11,8 +11,10 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <thread>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -26,9 +28,11 @@
 #include "completed_cache.hpp"
 #include "connection.hpp"
 #include "connection_pool.hpp"
+#include "hash_slot.hpp"
 #include "record_codec.hpp"
 #include "scripts.hpp"
 #include "subscriber.hpp"
+#include "topology.hpp"
 
 namespace idem {
 namespace {
@@ -77,6 +81,33 @@ void validate(const redis_store_options& o) {
                 "), or every WAIT would time out the connection");
   }
   if (o.local_cache.max_entries > 0) require_duration(o.local_cache.max_age, milliseconds{1}, "local_cache.max_age");
+  if (!o.cluster.enabled) {
+    require(o.cluster.seeds.empty(), "cluster.seeds", std::to_string(o.cluster.seeds.size()) + " seeds",
+            "are only read in cluster mode: set cluster.enabled");
+    return;
+  }
+  require(o.database == 0, "database", std::to_string(o.database),
+          "must be 0 in cluster mode (a Redis Cluster has one database)");
+  require(o.prefix.find_first_of("{}") == std::string::npos, "prefix", o.prefix,
+          "must not contain '{' or '}' in cluster mode: the store puts each record's hash tag in braces");
+  for (const std::string& seed : o.cluster.seeds) {
+    std::string host;
+    int port = 0;
+    require(rd::parse_address(seed, host, port) && !host.empty(), "cluster.seeds", "\"" + seed + "\"",
+            "must each be host:port with a port in 1..65535");
+  }
+}
+
+// Every node to ask for the slot map: host:port, then the seeds.
+std::vector<std::string> cluster_seeds(const redis_store_options& o) {
+  std::vector<std::string> seeds{o.host + ":" + std::to_string(o.port)};
+  seeds.insert(seeds.end(), o.cluster.seeds.begin(), o.cluster.seeds.end());
+  return seeds;
+}
+
+rd::topology make_topology(const redis_store_options& o, const rd::endpoint& where) {
+  if (o.cluster.enabled) return rd::topology(where, cluster_seeds(o), o.pool_size);
+  return rd::topology(where, o.pool_size);
 }
 
 // `*?[]\` escaped for SCAN MATCH.
@@ -99,8 +130,8 @@ struct redis_store::impl {
       : options(std::move(o)),
         where{options.host,     options.port,           options.username,       options.password,
               options.database, options.connect_timeout, options.command_timeout},
-        pool(where, options.pool_size),
-        hub(where),
+        topo(make_topology(options, where)),
+        publish(options.cluster.enabled ? "SPUBLISH" : "PUBLISH"),
         record_prefix(options.prefix + "rec:"),
         channel_prefix(options.prefix + "evt:"),
         scan_pattern(glob_escape(options.prefix) + "rec:*"),
@@ -118,89 +149,181 @@ struct redis_store::impl {
     std::string record() const { return id == nullptr ? std::string() : id->to_string(); }
   };
 
+  // Where a failed command went, for messages: the node, or the cluster when no node was chosen.
+  std::string server(const rd::node* n) const {
+    if (n != nullptr) return "Redis at " + n->address;
+    return "the Redis Cluster at " + where.describe();
+  }
+
   // A command that was sent and not answered: Redis may have run it or may still run it.
-  [[noreturn]] void unavailable(const target& t, const rd::io_failure& e) const {
-    if (!e.outcome_unknown()) unavailable(t, std::string_view(e.what()));
-    throw outcome_unknown_error("redis_store: cannot " + std::string(t.operation) + t.describe() + ": Redis at " +
-                                    where.describe() + " is unavailable: " + std::string(e.what()) +
+  [[noreturn]] void unavailable(const target& t, const rd::node* n, const rd::io_failure& e) const {
+    if (!e.outcome_unknown()) unavailable(t, n, std::string_view(e.what()));
+    throw outcome_unknown_error("redis_store: cannot " + std::string(t.operation) + t.describe() + ": " + server(n) +
+                                    " is unavailable: " + std::string(e.what()) +
                                     "; the command was sent and not answered, whether it took effect is unknown",
                                 std::string(t.operation), t.record());
   }
 
-  [[noreturn]] void unavailable(const target& t, std::string_view reason) const {
-    throw store_unavailable_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
-                                      ": Redis at " + where.describe() + " is unavailable: " + std::string(reason),
+  [[noreturn]] void unavailable(const target& t, const rd::node* n, std::string_view reason) const {
+    throw store_unavailable_error("redis_store: cannot " + std::string(t.operation) + t.describe() + ": " +
+                                      server(n) + " is unavailable: " + std::string(reason),
                                   std::string(t.operation), t.record());
   }
 
-  // Runs `s` with EVALSHA, once more with EVAL if Redis lost its script cache, and optionally
-  // pipelines WAIT behind it. Returns the script's reply (never an error reply) and WAIT's count.
+  // The hash slot of a record key (0 for a single server, where slots do not exist).
+  int slot_of(std::string_view key) const noexcept { return topo.cluster() ? rd::hash_slot(key) : 0; }
+
+  // The node serving `slot`, or store_unavailable_error.
+  rd::node& owner_of(const target& t, int slot) {
+    try {
+      return topo.owner(slot);
+    } catch (const rd::io_failure& e) {
+      unavailable(t, nullptr, e);
+    }
+  }
+
+  // Runs `s` on the node serving keys[0] with EVALSHA, once more with EVAL if that node lost its
+  // script cache, and optionally pipelines WAIT behind it. In a cluster it follows MOVED (the slot
+  // map is patched and refreshed) and ASK (ASKING is pipelined before the script on the importing
+  // node), at most max_redirections times, retries TRYAGAIN and CLUSTERDOWN with a growing pause
+  // until command_timeout has passed since the first of them, and after a node could not be
+  // reached retries once when a fresh slot map names another owner (a failover). Returns the
+  // script's reply (never an error reply) and WAIT's count.
   struct outcome {
     rd::reply_ptr reply;
     long long acknowledged = -1;  // replicas that acknowledged, -1 when WAIT was not sent
   };
+  static constexpr int max_redirections = 5;
+
   outcome eval(const target& t, const rd::script& s, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, bool wait_for_replicas) {
     const rd::decimal numkeys(static_cast<std::int64_t>(keys.size()));
     const rd::decimal replicas(options.replica_ack.replicas);
     const rd::decimal wait_ms(options.replica_ack.timeout.count());
     const bool with_wait = wait_for_replicas && options.replica_ack.replicas > 0;
-    try {
-      auto conn = pool.take();
-      for (int attempt = 0;; ++attempt) {
-        std::array<rd::command, 2> commands;
-        rd::command& cmd = commands[0];
-        cmd.reserve(3 + keys.size() + args.size());
-        if (attempt == 0) {
-          cmd.arg("EVALSHA").arg(s.sha);
-        } else {
-          cmd.arg("EVAL").arg(s.source);
-        }
-        cmd.arg(numkeys.view());
-        for (std::string_view k : keys) cmd.arg(k);
-        for (std::string_view a : args) cmd.arg(a);
-        if (with_wait) commands[1].arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
-        std::array<rd::reply_ptr, 2> replies;
-        const std::size_t n = with_wait ? 2 : 1;
+    const int slot = slot_of(keys.empty() ? std::string_view() : keys[0]);
+    rd::node* node = &owner_of(t, slot);
+    bool use_eval = false;
+    bool asking = false;
+    bool rerouted = false;
+    int redirections_left = max_redirections;
+    std::optional<steady::time_point> retry_until;
+    milliseconds pause{2};
+    for (;;) {
+      std::array<rd::command, 3> commands;
+      std::array<rd::reply_ptr, 3> replies;
+      std::size_t n = 0;
+      if (asking) commands[n++].arg("ASKING");
+      const std::size_t script_at = n;
+      rd::command& cmd = commands[n++];
+      cmd.reserve(3 + keys.size() + args.size());
+      if (use_eval) {
+        cmd.arg("EVAL").arg(s.source);
+      } else {
+        cmd.arg("EVALSHA").arg(s.sha);
+      }
+      cmd.arg(numkeys.view());
+      for (std::string_view k : keys) cmd.arg(k);
+      for (std::string_view a : args) cmd.arg(a);
+      if (with_wait) commands[n++].arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
+      try {
+        auto conn = node->pool.take();
         conn->exchange(std::span(commands.data(), n), std::span(replies.data(), n), with_wait);
-        round_trips.fetch_add(1, std::memory_order_relaxed);
-        rd::reply_ptr& reply = replies[0];
-        if (reply->type == REDIS_REPLY_ERROR) {
-          const std::string_view message = rd::text(reply.get());
-          if (attempt == 0 && message.starts_with("NOSCRIPT")) {
-            script_reloads.fetch_add(1, std::memory_order_relaxed);
+      } catch (const rd::io_failure& e) {
+        if (topo.cluster() && !e.outcome_unknown() && !rerouted) {
+          // The node may be gone and its slots served by a promoted replica: ask the cluster.
+          rerouted = true;
+          rd::node* before = node;
+          try {
+            topo.refresh();
+            node = &topo.owner(slot);
+          } catch (const rd::io_failure&) {
+          }
+          if (node != before) {
+            asking = false;
             continue;
           }
-          unavailable(t, "the " + std::string(s.name) + " script failed: " + std::string(message));
         }
-        outcome out{std::move(reply)};
-        if (with_wait) {
-          if (replies[1]->type != REDIS_REPLY_INTEGER) {
-            unavailable(t, "WAIT failed: " + std::string(rd::text(replies[1].get())));
-          }
-          out.acknowledged = replies[1]->integer;
-        }
-        return out;
+        unavailable(t, node, e);
       }
-    } catch (const rd::io_failure& e) {
-      unavailable(t, e);
+      round_trips.fetch_add(1, std::memory_order_relaxed);
+      rd::reply_ptr& reply = replies[script_at];
+      if (reply->type == REDIS_REPLY_ERROR) {
+        const std::string_view message = rd::text(reply.get());
+        if (!use_eval && message.starts_with("NOSCRIPT")) {
+          script_reloads.fetch_add(1, std::memory_order_relaxed);
+          use_eval = true;
+          continue;
+        }
+        if (topo.cluster()) {
+          const bool moved = message.starts_with("MOVED ");
+          if (moved || message.starts_with("ASK ")) {
+            // "MOVED <slot> <host:port>" / "ASK <slot> <host:port>"
+            const std::string_view address = message.substr(message.rfind(' ') + 1);
+            if (--redirections_left < 0) {
+              unavailable(t, node, "the cluster kept redirecting (last: " + std::string(message) + ")");
+            }
+            redirections.fetch_add(1, std::memory_order_relaxed);
+            try {
+              node = moved ? &topo.moved(slot, address, *node) : &topo.at(address, *node);
+            } catch (const rd::io_failure& e) {
+              unavailable(t, node, e);
+            }
+            asking = !moved;
+            continue;
+          }
+          const bool down = message.starts_with("CLUSTERDOWN");
+          if (down || message.starts_with("TRYAGAIN")) {
+            const steady::time_point now = steady::now();
+            if (!retry_until) retry_until = saturating_add(now, options.command_timeout);
+            if (now + pause > *retry_until) {
+              unavailable(t, node, "the cluster kept answering " + std::string(message.substr(0, message.find(' '))) +
+                                       " for " + format_duration(options.command_timeout));
+            }
+            cluster_retries.fetch_add(1, std::memory_order_relaxed);
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, milliseconds{100});
+            if (down) {
+              try {
+                topo.refresh();
+                node = &topo.owner(slot);
+              } catch (const rd::io_failure&) {
+              }
+            }
+            continue;
+          }
+        }
+        unavailable(t, node, "the " + std::string(s.name) + " script failed: " + std::string(message));
+      }
+      outcome out{std::move(reply)};
+      if (with_wait) {
+        const rd::reply_ptr& acknowledged = replies[script_at + 1];
+        if (acknowledged->type != REDIS_REPLY_INTEGER) {
+          unavailable(t, node, "WAIT failed: " + std::string(rd::text(acknowledged.get())));
+        }
+        out.acknowledged = acknowledged->integer;
+      }
+      return out;
     }
   }
 
-  // WAIT on its own, after a mutation whose script could not carry it.
-  long long wait_for_replicas(const target& t) {
+  // WAIT on its own, on the node serving `key`, after a mutation whose script could not carry it.
+  long long wait_for_replicas(const target& t, std::string_view key) {
+    return wait_for_replicas(t, owner_of(t, slot_of(key)));
+  }
+  long long wait_for_replicas(const target& t, rd::node& node) {
     const rd::decimal replicas(options.replica_ack.replicas);
     const rd::decimal wait_ms(options.replica_ack.timeout.count());
     try {
-      auto conn = pool.take();
+      auto conn = node.pool.take();
       rd::command cmd;
       cmd.arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
       rd::reply_ptr reply = conn->run(cmd, true);
       round_trips.fetch_add(1, std::memory_order_relaxed);
-      if (reply->type != REDIS_REPLY_INTEGER) unavailable(t, "WAIT failed: " + std::string(rd::text(reply.get())));
+      if (reply->type != REDIS_REPLY_INTEGER) unavailable(t, &node, "WAIT failed: " + std::string(rd::text(reply.get())));
       return reply->integer;
     } catch (const rd::io_failure& e) {
-      unavailable(t, e);
+      unavailable(t, &node, e);
     }
   }
 
@@ -303,7 +426,7 @@ struct redis_store::impl {
       result.answer = replay(t, a.whole, key, std::nullopt);
     } else if (a.code == "A") {
       if (options.replica_ack.replicas > 0) {
-        const long long acknowledged = wait_for_replicas(t);
+        const long long acknowledged = wait_for_replicas(t, key);
         if (acknowledged < options.replica_ack.replicas) {
           try {
             release_record(ctx.id, key, token_text);  // best effort: do not block the key for a lease
@@ -377,7 +500,7 @@ struct redis_store::impl {
     const target t{"release", &id};
     const std::string chan = channel_for(key);
     const std::array<std::string_view, 1> keys{key};
-    const std::array<std::string_view, 2> args{token_text, chan};
+    const std::array<std::string_view, 3> args{token_text, chan, publish};
     outcome out = eval(t, rd::scripts().release, keys, args, true);
     const answer a = read_answer(t, *out.reply);
     if (a.code == "OK") {
@@ -388,14 +511,139 @@ struct redis_store::impl {
     refuse(t, a.code, a.rest);
   }
 
+  // One node's share of purge_expired: pages of SCAN from the node's cursor, and for each page one
+  // purge script per hash slot among its keys (a script's keys must share a slot in a cluster),
+  // all pipelined in one round trip. A slot that moved meanwhile answers MOVED or ASK and is left
+  // to the next sweep of its new owner.
+  std::size_t purge_node(const target& t, rd::node& node) {
+    const rd::decimal count(static_cast<std::int64_t>(options.purge_batch));
+    const rd::decimal header_bytes(static_cast<std::int64_t>(rd::max_header_length));
+    std::string& cursor = purge_cursors.try_emplace(&node, "0").first->second;
+    std::size_t deleted = 0;
+    for (std::size_t page = 0; page < options.purge_max_pages; ++page) {
+      std::vector<std::string> keys;
+      try {
+        auto conn = node.pool.take();
+        rd::command scan;
+        scan.arg("SCAN").arg(cursor).arg("MATCH").arg(scan_pattern).arg("COUNT").arg(count.view());
+        rd::reply_ptr reply = conn->run(scan);
+        round_trips.fetch_add(1, std::memory_order_relaxed);
+        if (reply->type == REDIS_REPLY_ERROR) unavailable(t, &node, "SCAN failed: " + std::string(rd::text(reply.get())));
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_ARRAY) {
+          unavailable(t, &node, "SCAN answered something other than a cursor and a page");
+        }
+        cursor = std::string(rd::text(reply->element[0]));
+        const redisReply& page_keys = *reply->element[1];
+        keys.reserve(page_keys.elements);
+        for (std::size_t i = 0; i < page_keys.elements; ++i) keys.emplace_back(rd::text(page_keys.element[i]));
+      } catch (const rd::io_failure& e) {
+        unavailable(t, &node, e);
+      }
+      if (!keys.empty()) {
+        const std::size_t n = purge_page(t, node, keys, header_bytes.view());
+        deleted += n;
+        if (n > 0 && options.replica_ack.replicas > 0) check_durability(t, wait_for_replicas(t, node));
+      }
+      if (cursor == "0") break;  // one full pass at most per call
+    }
+    return deleted;
+  }
+
+  // Deletes the expired records among `keys` (all on `node`), one script per hash slot, pipelined
+  // in one round trip (a single server: one script for the page). Scripts the node has not cached
+  // are sent again with EVAL; a group that the node redirects (its slot is moving) is skipped.
+  std::size_t purge_page(const target& t, rd::node& node, std::vector<std::string>& keys, std::string_view header_bytes) {
+    std::vector<int> slots(keys.size());
+    std::vector<std::size_t> order(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      slots[i] = slot_of(keys[i]);
+      order[i] = i;
+    }
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return slots[a] < slots[b]; });
+    struct group {
+      std::size_t first, last;  // into `order`
+      rd::decimal numkeys;
+    };
+    std::vector<group> groups;
+    for (std::size_t first = 0; first < order.size();) {
+      std::size_t last = first + 1;
+      while (last < order.size() && slots[order[last]] == slots[order[first]]) ++last;
+      groups.push_back({first, last, rd::decimal(static_cast<std::int64_t>(last - first))});
+      first = last;
+    }
+    const rd::script& script = rd::scripts().purge;
+    auto commands_for = [&](bool use_eval) {
+      std::vector<rd::command> commands(groups.size());
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        rd::command& cmd = commands[g];
+        cmd.reserve(4 + groups[g].last - groups[g].first);
+        if (use_eval) {
+          cmd.arg("EVAL").arg(script.source);
+        } else {
+          cmd.arg("EVALSHA").arg(script.sha);
+        }
+        cmd.arg(groups[g].numkeys.view());
+        for (std::size_t i = groups[g].first; i < groups[g].last; ++i) cmd.arg(keys[order[i]]);
+        cmd.arg(header_bytes);
+      }
+      return commands;
+    };
+    std::size_t deleted = 0;
+    for (bool use_eval : {false, true}) {
+      std::vector<rd::command> commands = commands_for(use_eval);
+      std::vector<rd::reply_ptr> replies(commands.size());
+      try {
+        auto conn = node.pool.take();
+        conn->exchange(commands, replies);
+      } catch (const rd::io_failure& e) {
+        unavailable(t, &node, e);
+      }
+      round_trips.fetch_add(1, std::memory_order_relaxed);
+      bool reload = false;
+      for (const rd::reply_ptr& reply : replies) {
+        if (reply->type == REDIS_REPLY_INTEGER) {
+          deleted += static_cast<std::size_t>(std::max<long long>(0, reply->integer));
+          continue;
+        }
+        const std::string_view message = rd::text(reply.get());
+        if (reply->type == REDIS_REPLY_ERROR && message.starts_with("NOSCRIPT") && !use_eval) {
+          reload = true;
+          continue;
+        }
+        if (reply->type == REDIS_REPLY_ERROR && topo.cluster() &&
+            (message.starts_with("MOVED ") || message.starts_with("ASK ") || message.starts_with("TRYAGAIN"))) {
+          continue;  // the slot is moving: its new owner's sweep deletes these
+        }
+        if (reply->type == REDIS_REPLY_ERROR) unavailable(t, &node, "the purge script failed: " + std::string(message));
+        unavailable(t, &node, "the purge script answered something other than a count");
+      }
+      if (!reload) break;
+      // Only the groups that answered NOSCRIPT run again (the others deleted their keys already),
+      // but resending all is harmless: a second pass finds nothing more to delete.
+      script_reloads.fetch_add(1, std::memory_order_relaxed);
+    }
+    return deleted;
+  }
+
+  // `<prefix>rec:<scope>:<hex>`; in a cluster `<prefix>rec:{<hex>:<scope>}`: the record's own hash
+  // tag, digest first so that a '}' in the scope still leaves the digest in the tag.
   std::string key_of(const identity& id) const {
     const auto digest = id.key_digest();
+    const std::string hex = to_hex(digest.data(), digest.size());
     std::string key;
-    key.reserve(record_prefix.size() + id.scope().size() + 1 + 64);
+    key.reserve(record_prefix.size() + id.scope().size() + 3 + hex.size());
     key += record_prefix;
-    key += id.scope();
-    key += ':';
-    key += to_hex(digest.data(), digest.size());
+    if (topo.cluster()) {
+      key += '{';
+      key += hex;
+      key += ':';
+      key += id.scope();
+      key += '}';
+    } else {
+      key += id.scope();
+      key += ':';
+      key += hex;
+    }
     return key;
   }
 
@@ -406,8 +654,8 @@ struct redis_store::impl {
 
   redis_store_options options;
   rd::endpoint where;
-  rd::connection_pool pool;
-  rd::subscriber hub;
+  rd::topology topo;
+  const std::string_view publish;  // PUBLISH, or SPUBLISH (sharded pub/sub) in a cluster
   std::unique_ptr<rd::completed_cache> cache;
   const std::string record_prefix;
   const std::string channel_prefix;
@@ -415,12 +663,14 @@ struct redis_store::impl {
   const std::string grace;
 
   std::mutex purge_mutex;
-  std::string purge_cursor = "0";
+  std::unordered_map<const rd::node*, std::string> purge_cursors;  // per node; absent = "0"
 
   std::atomic<std::uint64_t> round_trips{0};
   std::atomic<std::uint64_t> script_reloads{0};
   std::atomic<std::uint64_t> cache_hits{0};
   std::atomic<std::uint64_t> message_answers{0};
+  std::atomic<std::uint64_t> redirections{0};
+  std::atomic<std::uint64_t> cluster_retries{0};
   detail::waiter_count waiting;
 };
 
@@ -456,16 +706,32 @@ acquire_result redis_store::try_acquire(const context& ctx) {
   // Wait on the record's channel. The first look happened before this waiter watched the channel,
   // so it looks again once the subscription is confirmed (at once if it already was: another
   // waiter's); from then on every completion or release is a message that changes the snapshot.
-  // Without a confirmed subscription the waiter re-checks every fallback_recheck.
+  // Without a confirmed subscription the waiter re-checks every fallback_recheck. In a cluster
+  // the watch is on the master of the record's slot; when a look finds the slot served by another
+  // master (a resharding, a failover), or that master drops the subscription, the waiter watches
+  // the new owner and confirms its subscription there before it trusts the event again.
   const steady::time_point deadline = saturating_add(start, ctx.wait);
-  rd::subscriber::watch watch(d.hub, d.channel_for(key));
+  const impl::target t{"try_acquire", &ctx.id};
+  const std::string chan = d.channel_for(key);
+  const int slot = d.slot_of(key);
+  rd::node* watched = &d.owner_of(t, slot);
+  std::optional<rd::subscriber::watch> watch;
+  watch.emplace(watched->hub, chan);
   detail::waiter_count::scope counted(d.waiting);
-  rd::subscriber::snapshot seen = watch.state();
+  rd::subscriber::snapshot seen = watch->state();
   bool look_again = seen.confirmed;
   for (;;) {
     if (look_again) {
       look = d.check(ctx, key, token, token_text);
       if (!look.busy) return std::move(look.answer);
+      if (rd::node* owner = &d.owner_of(t, slot); owner != watched || seen.lost) {
+        watched = owner;
+        watch.reset();
+        watch.emplace(watched->hub, chan);
+        seen = watch->state();
+        look_again = seen.confirmed;
+        if (look_again) continue;  // another waiter's confirmed subscription: look once more
+      }
     }
     steady::time_point now = steady::now();
     if (now >= deadline) return in_flight{remaining_lease(look.lease_until, now)};
@@ -474,16 +740,16 @@ acquire_result redis_store::try_acquire(const context& ctx) {
     // Waiting on the event from here when the look followed a confirmed subscription: every
     // completion from then on is a message this wait sees.
     if (seen.confirmed && look_again) counted.begin();
-    watch.wait(seen, wake_at);
+    watch->wait(seen, wake_at);
     now = steady::now();
     if (now >= deadline) return in_flight{remaining_lease(look.lease_until, now)};
     const rd::subscriber::snapshot previous = seen;
-    seen = watch.state();
+    seen = watch->state();
     // A message is only delivered once published after a subscription existed; if it is the
     // completion by the holder this waiter last saw, it is the record's final state (see
     // from_message), whatever else happened to the subscription meanwhile.
     if (seen.events != previous.events) {
-      if (auto answer = impl::from_message(ctx, watch.last_message(), look.holder)) {
+      if (auto answer = impl::from_message(ctx, watch->last_message(), look.holder)) {
         d.message_answers.fetch_add(1, std::memory_order_relaxed);
         return std::move(*answer);
       }
@@ -502,7 +768,7 @@ void redis_store::complete(const identity& id, const lease_token& token, const p
   const std::string encoded = rd::encode_payload(value);
   const std::array<std::string_view, 1> keys{key};
   const std::string complete_px = impl::decimal_of(capped(ttl) + capped(d.options.retention_grace));
-  const std::array<std::string_view, 5> args{token_text, ttl_ms, complete_px, encoded, chan};
+  const std::array<std::string_view, 6> args{token_text, ttl_ms, complete_px, encoded, chan, d.publish};
   const steady::time_point sent_at = steady::now();
   impl::outcome out = d.eval(t, rd::scripts().complete, keys, args, true);
   const redisReply& reply = *out.reply;
@@ -544,39 +810,14 @@ std::size_t redis_store::purge_expired() {
   impl& d = *impl_;
   const impl::target t{"purge_expired", nullptr};
   std::lock_guard lock(d.purge_mutex);
-  const rd::decimal count(static_cast<std::int64_t>(d.options.purge_batch));
-  const rd::decimal header_bytes(static_cast<std::int64_t>(rd::max_header_length));
-  std::size_t deleted = 0;
-  for (std::size_t page = 0; page < d.options.purge_max_pages; ++page) {
-    std::vector<std::string> keys;
-    try {
-      auto conn = d.pool.take();
-      rd::command scan;
-      scan.arg("SCAN").arg(d.purge_cursor).arg("MATCH").arg(d.scan_pattern).arg("COUNT").arg(count.view());
-      rd::reply_ptr reply = conn->run(scan);
-      d.round_trips.fetch_add(1, std::memory_order_relaxed);
-      if (reply->type == REDIS_REPLY_ERROR) d.unavailable(t, "SCAN failed: " + std::string(rd::text(reply.get())));
-      if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 || reply->element[1]->type != REDIS_REPLY_ARRAY) {
-        d.unavailable(t, "SCAN answered something other than a cursor and a page");
-      }
-      d.purge_cursor = std::string(rd::text(reply->element[0]));
-      const redisReply& page_keys = *reply->element[1];
-      keys.reserve(page_keys.elements);
-      for (std::size_t i = 0; i < page_keys.elements; ++i) keys.emplace_back(rd::text(page_keys.element[i]));
-    } catch (const rd::io_failure& e) {
-      d.unavailable(t, e);
-    }
-    if (!keys.empty()) {
-      std::vector<std::string_view> views(keys.begin(), keys.end());
-      const std::array<std::string_view, 1> args{header_bytes.view()};
-      impl::outcome out = d.eval(t, rd::scripts().purge, views, args, false);
-      if (out.reply->type != REDIS_REPLY_INTEGER) d.unavailable(t, "the purge script answered something other than a count");
-      const auto n = static_cast<std::size_t>(std::max<long long>(0, out.reply->integer));
-      deleted += n;
-      if (n > 0 && d.options.replica_ack.replicas > 0) d.check_durability(t, d.wait_for_replicas(t));
-    }
-    if (d.purge_cursor == "0") break;  // one full pass at most per call
+  std::vector<rd::node*> masters;
+  try {
+    masters = d.topo.masters();
+  } catch (const rd::io_failure& e) {
+    d.unavailable(t, nullptr, e);
   }
+  std::size_t deleted = 0;
+  for (rd::node* node : masters) deleted += d.purge_node(t, *node);
   return deleted;
 }
 
@@ -593,9 +834,12 @@ redis_store_statistics redis_store::statistics() const noexcept {
   s.round_trips = impl_->round_trips.load(std::memory_order_relaxed);
   s.script_reloads = impl_->script_reloads.load(std::memory_order_relaxed);
   s.cache_hits = impl_->cache_hits.load(std::memory_order_relaxed);
-  s.connections_opened = impl_->pool.opened();
-  s.wakeups = impl_->hub.messages();
+  s.connections_opened = impl_->topo.connections_opened();
+  s.wakeups = impl_->topo.messages();
   s.message_answers = impl_->message_answers.load(std::memory_order_relaxed);
+  s.redirections = impl_->redirections.load(std::memory_order_relaxed);
+  s.cluster_retries = impl_->cluster_retries.load(std::memory_order_relaxed);
+  s.slot_map_refreshes = impl_->topo.refreshes();
   return s;
 }
 

@@ -18,7 +18,7 @@ constexpr std::chrono::milliseconds max_backoff{1000};
 
 }  // namespace
 
-subscriber::subscriber(endpoint where) : where_(std::move(where)) {
+subscriber::subscriber(endpoint where, bool sharded) : where_(std::move(where)), sharded_(sharded) {
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw io_failure("cannot create the subscriber's eventfd");
 }
@@ -40,7 +40,7 @@ void subscriber::wake() noexcept {
 
 void subscriber::sleep_for(std::chrono::milliseconds pause) noexcept {
   pollfd fd{wake_fd_, POLLIN, 0};
-  ::poll(&fd, 1, static_cast<int>(pause.count()));
+  ::poll(&fd, 1, pause.count() < 0 ? -1 : static_cast<int>(pause.count()));
   std::uint64_t drained = 0;
   [[maybe_unused]] ssize_t n = ::read(wake_fd_, &drained, sizeof drained);
 }
@@ -55,6 +55,10 @@ subscriber::watch::watch(subscriber& hub, std::string channel) : hub_(hub), chan
     if (slot == nullptr) slot = std::make_shared<channel_state>();
     state_ = slot;
     if (++state_->waiters == 1) hub_.dirty_ = true;
+    if (state_->lost) {  // a new owner of the channel's slot was found: subscribe afresh
+      state_->lost = false;
+      hub_.dirty_ = true;
+    }
     if (!hub_.thread_.joinable()) {
       hub_.thread_ = std::thread([h = &hub_] { h->run(); });
       start = true;
@@ -75,7 +79,7 @@ subscriber::watch::~watch() {
 
 subscriber::snapshot subscriber::watch::state() const {
   std::lock_guard lock(hub_.mutex_);
-  return snapshot{state_->confirmed, state_->confirmations, state_->events};
+  return snapshot{state_->confirmed, state_->lost, state_->confirmations, state_->events};
 }
 
 std::string subscriber::watch::last_message() const {
@@ -87,7 +91,7 @@ void subscriber::watch::wait(const snapshot& seen, std::chrono::steady_clock::ti
   std::unique_lock lock(hub_.mutex_);
   state_->changed.wait_until(lock, until, [&] {
     return hub_.stop_ || state_->events != seen.events || state_->confirmed != seen.confirmed ||
-           state_->confirmations != seen.confirmations;
+           state_->lost != seen.lost || state_->confirmations != seen.confirmations;
   });
 }
 
@@ -96,9 +100,15 @@ void subscriber::watch::wait(const snapshot& seen, std::chrono::steady_clock::ti
 void subscriber::run() noexcept {
   int failures = 0;
   for (;;) {
+    bool idle = false;
     {
       std::lock_guard lock(mutex_);
       if (stop_) return;
+      idle = channels_.empty();
+    }
+    if (idle) {  // nobody waits: no connection (a node that is gone is not retried for nobody)
+      sleep_for(std::chrono::milliseconds(-1));
+      continue;
     }
     std::unique_ptr<connection> conn;
     try {
@@ -130,11 +140,12 @@ void subscriber::run() noexcept {
 
 void subscriber::serve(connection& conn) {
   redisContext* context = conn.context();
-  std::vector<std::string> subscribe;
-  std::vector<std::string> unsubscribe;
+  std::deque<pending> sent;  // this connection's commands still unanswered
+  std::vector<pending> batch;
+  const char* const subscribe_command = sharded_ ? "SSUBSCRIBE" : "SUBSCRIBE";
+  const char* const unsubscribe_command = sharded_ ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
   for (;;) {
-    subscribe.clear();
-    unsubscribe.clear();
+    batch.clear();
     {
       std::lock_guard lock(mutex_);
       if (stop_) return;
@@ -142,9 +153,9 @@ void subscriber::serve(connection& conn) {
         dirty_ = false;
         for (auto it = channels_.begin(); it != channels_.end();) {
           channel_state& ch = *it->second;
-          const bool want = ch.waiters > 0;
+          const bool want = ch.waiters > 0 && !ch.lost;
           if (want != ch.sent) {
-            (want ? subscribe : unsubscribe).push_back(it->first);
+            batch.push_back({it->first, want});
             ch.sent = want;
             ++ch.unanswered;
             ch.confirmed = false;
@@ -157,13 +168,12 @@ void subscriber::serve(connection& conn) {
         }
       }
     }
-    for (auto* names : {&subscribe, &unsubscribe}) {
-      if (names->empty()) continue;
+    // One command per channel, all in one write.
+    for (const pending& p : batch) {
       command cmd;
-      cmd.reserve(names->size() + 1);
-      cmd.arg(names == &subscribe ? "SUBSCRIBE" : "UNSUBSCRIBE");
-      for (const std::string& name : *names) cmd.arg(name);
+      cmd.arg(p.subscribe ? subscribe_command : unsubscribe_command).arg(p.channel);
       if (redisAppendCommandArgv(context, cmd.argc(), cmd.argv(), cmd.lengths()) != REDIS_OK) return;
+      sent.push_back(p);
     }
     int done = 0;
     while (!done) {
@@ -187,34 +197,71 @@ void subscriber::serve(connection& conn) {
         if (redisGetReplyFromReader(context, &raw) != REDIS_OK) return;
         if (raw == nullptr) break;
         reply_ptr reply(static_cast<redisReply*>(raw));
-        handle(*reply);
+        handle(*reply, sent);
       }
     }
   }
 }
 
-void subscriber::handle(const redisReply& reply) {
+void subscriber::handle(const redisReply& reply, std::deque<pending>& sent) {
+  std::lock_guard lock(mutex_);
+  if (reply.type == REDIS_REPLY_ERROR) {
+    // The answer to the oldest command still unanswered: the node refused it (MOVED for a
+    // channel of a slot it does not serve).
+    if (sent.empty()) return;
+    const pending refused = std::move(sent.front());
+    sent.pop_front();
+    answered_locked(refused.channel, refused.subscribe);
+    if (refused.subscribe) lose_locked(refused.channel);
+    return;
+  }
   if (reply.type != REDIS_REPLY_ARRAY || reply.elements < 3) return;
   const std::string_view kind = text(reply.element[0]);
   const std::string channel(text(reply.element[1]));
-  std::lock_guard lock(mutex_);
-  auto it = channels_.find(channel);
-  if (it == channels_.end()) return;
-  channel_state& ch = *it->second;
-  if (kind == "message") {
+  if (kind == "message" || kind == "smessage") {
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    channel_state& ch = *it->second;
     ch.last_message.assign(text(reply.element[2]));
     ++ch.events;
     messages_.fetch_add(1, std::memory_order_relaxed);
     ch.changed.notify_all();
-  } else if (kind == "subscribe" || kind == "unsubscribe") {
-    if (ch.unanswered > 0) --ch.unanswered;
-    if (ch.unanswered == 0 && ch.sent && !ch.confirmed) {
-      ch.confirmed = true;
-      ++ch.confirmations;
-      ch.changed.notify_all();
-    }
-    if (ch.unanswered == 0 && !ch.sent && ch.waiters == 0) channels_.erase(it);
+    return;
   }
+  const bool subscribed = kind == "subscribe" || kind == "ssubscribe";
+  if (!subscribed && kind != "unsubscribe" && kind != "sunsubscribe") return;
+  // Replies come in the order of the commands; an unsubscribe that answers none of ours is the
+  // node dropping the subscription (its slot moved away).
+  if (!sent.empty() && sent.front().channel == channel && sent.front().subscribe == subscribed) {
+    sent.pop_front();
+    answered_locked(channel, subscribed);
+  } else if (!subscribed) {
+    lose_locked(channel);
+  }
+}
+
+void subscriber::answered_locked(const std::string& channel, bool subscribe) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  channel_state& ch = *it->second;
+  if (ch.unanswered > 0) --ch.unanswered;
+  if (ch.unanswered == 0 && ch.sent && !ch.confirmed && subscribe) {
+    ch.confirmed = true;
+    ++ch.confirmations;
+    ch.changed.notify_all();
+  }
+  if (ch.unanswered == 0 && !ch.sent && ch.waiters == 0) channels_.erase(it);
+}
+
+void subscriber::lose_locked(const std::string& channel) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  channel_state& ch = *it->second;
+  ch.sent = false;
+  ch.confirmed = false;
+  ch.lost = true;
+  ch.changed.notify_all();
+  if (ch.unanswered == 0 && ch.waiters == 0) channels_.erase(it);
 }
 
 void subscriber::disconnected() {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,10 +20,14 @@ namespace idem::detail::redis {
 //
 // A thread that owns one Redis connection in subscribe mode. Waiters register a watch on a record's
 // channel; the first watch of a channel makes the thread SUBSCRIBE, the last one leaving makes it
-// UNSUBSCRIBE. The thread counts the messages of each channel and wakes the channel's waiters.
-// When the connection drops, every subscription is unconfirmed (waiters fall back to periodic
-// re-checks) and the thread reconnects with a backoff of up to one second and subscribes again.
-// The thread starts with the first watch. Thread-safe.
+// UNSUBSCRIBE (SSUBSCRIBE and SUNSUBSCRIBE, sharded pub/sub, for a node of a Redis Cluster: one
+// command per channel, since the channels of one command must share a slot). The thread counts the
+// messages of each channel and wakes the channel's waiters. When the connection drops, every
+// subscription is unconfirmed (waiters fall back to periodic re-checks) and the thread reconnects
+// with a backoff of up to one second and subscribes again. A sharded subscription the node refuses
+// (MOVED: the slot is served elsewhere) or drops (an unsolicited `sunsubscribe`: the slot left the
+// node) is *lost*: it is not renewed here, and its waiters must watch the slot's new owner. The
+// thread starts with the first watch and connects only while some channel has waiters. Thread-safe.
 class subscriber {
  private:
   struct channel_state {
@@ -31,13 +36,15 @@ class subscriber {
     bool sent = false;        // the last command sent for it was SUBSCRIBE
     int unanswered = 0;       // commands sent whose reply was not read yet
     bool confirmed = false;   // subscribed and every command answered
+    bool lost = false;        // the node refused or dropped the (sharded) subscription
     std::uint64_t confirmations = 0;  // times `confirmed` became true
     std::uint64_t events = 0;         // messages received
     std::string last_message;         // the latest message's text
   };
 
  public:
-  explicit subscriber(endpoint where);
+  // `sharded`: SSUBSCRIBE (a node of a Redis Cluster) instead of SUBSCRIBE.
+  subscriber(endpoint where, bool sharded);
   ~subscriber();
   subscriber(const subscriber&) = delete;
   subscriber& operator=(const subscriber&) = delete;
@@ -47,6 +54,7 @@ class subscriber {
   // means messages may have been lost in between, so it must re-check.
   struct snapshot {
     bool confirmed = false;
+    bool lost = false;  // the node will not deliver this channel's messages: watch elsewhere
     std::uint64_t confirmations = 0;
     std::uint64_t events = 0;
   };
@@ -77,13 +85,22 @@ class subscriber {
 
  private:
   void run() noexcept;
+  // A (un)subscribe command sent and not answered yet, in the order sent.
+  struct pending {
+    std::string channel;
+    bool subscribe = false;
+  };
   void serve(connection& conn);
-  void handle(const redisReply& reply);
+  void handle(const redisReply& reply, std::deque<pending>& sent);
+  void answered_locked(const std::string& channel, bool subscribe);
+  void lose_locked(const std::string& channel);
   void disconnected();
   void wake() noexcept;
+  // Sleeps until woken or `pause` passes (negative: until woken).
   void sleep_for(std::chrono::milliseconds pause) noexcept;
 
   endpoint where_;
+  bool sharded_;
   int wake_fd_ = -1;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<channel_state>> channels_;

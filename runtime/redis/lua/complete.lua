@@ -1,6 +1,7 @@
 -- complete.lua — in progress under the token -> complete.
 -- KEYS[1] the record. ARGV: token, ttl ms, native expiry in ms (ttl + retention grace, computed by
--- the client), encoded payload, channel.
+-- the client), encoded payload, channel, the publish command (PUBLISH, or SPUBLISH in a Redis Cluster:
+-- the channel shares the record's hash tag, so the script stays on one slot).
 -- Publishes "c <token> <record>": a waiter that saw this token hold the record takes the
 -- completion from the message, without another round trip.
 -- Answers 'OK <completed at> <stored fingerprint or ->' | 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
@@ -12,5 +13,5 @@ if not fp then return 'C header' end
 local _, now_text = now_ms()
 local value = 'idem/2 c ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. fp .. '\n' .. ARGV[4]
 redis.call('SET', k, value, 'PX', ARGV[3])
-redis.call('PUBLISH', ARGV[5], 'c ' .. ARGV[1] .. ' ' .. value)
+redis.call(ARGV[6], ARGV[5], 'c ' .. ARGV[1] .. ' ' .. value)
 return 'OK ' .. now_text .. ' ' .. fp

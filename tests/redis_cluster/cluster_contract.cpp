@@ -1,0 +1,15 @@
+// tests/redis_cluster/cluster_contract.cpp — the store contract on a real Redis Cluster (3 masters,
+// one replica each). Each case's store gets a prefix of its own, so purge counts are exact.
+#include "contract/store_contract.hpp"
+
+#include "cluster_support.hpp"
+
+namespace idem::contract {
+
+std::unique_ptr<idem::store> make_store() {
+  set_backend_exclusive(true);
+  static idem::cluster_test::cluster fixture{idem::cluster_test::cluster::fixture_tag{}};
+  return std::make_unique<idem::redis_store>(fixture.options(idem::cluster_test::unique_prefix("contract")));
+}
+
+}  // namespace idem::contract
