@@ -31,12 +31,16 @@ nodes=6
 # shellcheck source=ports.sh
 source "$(dirname "${BASH_SOURCE[0]}")/ports.sh"
 
-# A port whose cluster bus port (port + 10000) is free as well.
+# A port whose cluster bus port (port + 10000) is free as well, neither of them taken by a node
+# started before (their ports and bus ports are in `taken`). Both stay below Linux's ephemeral range
+# (32768 and up), where an outgoing connection may hold a port that nobody listens on.
+taken=" "
 pick_cluster_port() {
   local port
   for _ in $(seq 1 100); do
-    port=$(( 20000 + RANDOM % 30000 ))
-    if ! port_in_use "$port" && ! port_in_use $(( port + 10000 )) && [[ ! -e "$state_dir/$port" ]]; then
+    port=$(( 20000 + RANDOM % 2700 ))
+    if [[ "$taken" != *" $port "* && "$taken" != *" $(( port + 10000 )) "* ]] &&
+       ! port_in_use "$port" && ! port_in_use $(( port + 10000 )); then
       echo "$port"
       return
     fi
@@ -80,21 +84,28 @@ start() {
   mkdir -p "$state_dir"
   stop_all
   local ports=() port i
+  local attempt up
   for i in $(seq 1 "$nodes"); do
-    port=$(pick_cluster_port)
-    mkdir -p "$state_dir/$port"
-    "$server" --bind 127.0.0.1 --port "$port" --cluster-enabled yes --cluster-config-file nodes.conf \
-      --cluster-node-timeout 1000 --save "" --appendonly no --dir "$state_dir/$port" \
-      --daemonize yes --pidfile "$state_dir/$port/redis.pid" --logfile "$state_dir/$port/redis.log" \
-      --maxclients 2000 >/dev/null 2>&1 || fail "redis-server on port $port did not start"
-    ports+=("$port")
-  done
-  for port in "${ports[@]}"; do
-    for _ in $(seq 1 200); do
-      "$cli" -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG && break
-      sleep 0.025
+    up=0
+    for attempt in 1 2 3 4 5; do  # another process may take a port between the check and the bind
+      port=$(pick_cluster_port)
+      taken+="$port $(( port + 10000 )) "
+      mkdir -p "$state_dir/$port"
+      "$server" --bind 127.0.0.1 --port "$port" --cluster-enabled yes --cluster-config-file nodes.conf \
+        --cluster-node-timeout 1000 --save "" --appendonly no --dir "$state_dir/$port" \
+        --daemonize yes --pidfile "$state_dir/$port/redis.pid" --logfile "$state_dir/$port/redis.log" \
+        --maxclients 2000 >/dev/null 2>&1 || continue
+      for _ in $(seq 1 200); do
+        if "$cli" -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then up=1; break; fi
+        grep -q "Address already in use" "$state_dir/$port/redis.log" 2>/dev/null && break
+        sleep 0.025
+      done
+      [[ $up -eq 1 ]] && break
+      echo "redis-cluster.sh: node on port $port did not start (attempt $attempt)" >&2
+      rm -rf "${state_dir:?}/$port"
     done
-    "$cli" -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG || fail "node $port does not answer"
+    [[ $up -eq 1 ]] || fail "redis-server did not start"
+    ports+=("$port")
   done
   local addresses=()
   for port in "${ports[@]}"; do addresses+=("127.0.0.1:$port"); done
