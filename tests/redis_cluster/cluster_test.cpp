@@ -273,7 +273,7 @@ TEST_CASE("reshard: a slot migrates under a live lease and a waiting duplicate, 
 // replica (replica_ack) survive; completions made while the replica could not receive them are
 // lost with plain acknowledgement and refused (durability_error) with replica_ack. Calls during
 // the failover fail with store_unavailable_error, and the same store serves once it is over.
-TEST_CASE("failover: a master is killed, its replica promoted; acknowledged completions survive") {
+TEST_CASE("failover: a master is killed and its replica promoted, acknowledged completions survive") {
   cluster c;  // a private cluster: a master dies
   auto plain_options = c.options(unique_prefix("failover"));
   plain_options.command_timeout = 500ms;
