@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <idem/errors.hpp>
+#include <idem/lease_token.hpp>
 #include <idem/redis_store.hpp>
 
 #include "cluster_support.hpp"
@@ -365,4 +366,44 @@ TEST_CASE("failover: a master is killed and its replica promoted, acknowledged c
                                        << " ms; lost completions: replica_ack " << (10 - acked_survived)
                                        << " of 10, plain " << (20 - plain_survived)
                                        << " of 20 (replica frozen); replica_ack refused " << refused << " of 20");
+}
+
+TEST_CASE("the documented ACL of cluster mode is enough for the whole lifecycle") {
+  cluster& c = fixture();
+  auto options = c.options(unique_prefix("acl"));
+  const std::string user = "idem-acl-" + idem::lease_token::generate().to_string().substr(0, 8);
+  // docs/stores/redis.md, "Least privilege", cluster mode.
+  const std::vector<std::string> rule{"ACL", "SETUSER", user, "on", ">secret", "~" + options.prefix + "*",
+                                      "&" + options.prefix + "evt:*", "+evalsha", "+eval", "+scan", "+wait",
+                                      "+ssubscribe", "+sunsubscribe", "+ping", "+get", "+getrange", "+set", "+del",
+                                      "+exists", "+pttl", "+time", "+spublish", "+cluster|shards", "+asking"};
+  for (const std::string& node : c.seeds()) REQUIRE(rd::text(c.run(node, rule).get()) == "OK");
+  options.username = user;
+  options.password = "secret";
+  options.replica_ack = {.replicas = 1, .timeout = 500ms};
+  {
+    idem::redis_store store(options);
+    idem::redis_store waiter_store(options);
+    for (int i = 0; i < 12; ++i) {  // several slots, so every master sees the user
+      const idem::identity id{"Acl.run", "k" + std::to_string(i)};
+      auto acquired = store.try_acquire(make_context(id));
+      REQUIRE(std::holds_alternative<idem::acquired>(acquired));
+      const auto token = std::get<idem::acquired>(acquired).token;
+      CHECK(store.extend(id, token, 30s));
+      if (i == 0) {
+        auto waiter = std::async(std::launch::async, [&] { return waiter_store.try_acquire(make_context(id, 20s)); });
+        REQUIRE(eventually([&] { return waiter_store.waiting() == 1; }, 10s));
+        store.complete(id, token, value_of("ok"), 1ms);
+        REQUIRE(waiter.wait_for(10s) == std::future_status::ready);
+        CHECK(std::holds_alternative<idem::duplicate>(waiter.get()));
+      } else if (i % 2 == 0) {
+        store.complete(id, token, value_of("ok"), 1ms);
+      } else {
+        store.release(id, token);
+      }
+    }
+    std::size_t purged = 0;
+    CHECK(eventually([&] { return (purged += store.purge_expired()) == 6; }, 10s));
+  }
+  for (const std::string& node : c.seeds()) c.run(node, {"ACL", "DELUSER", user});
 }
