@@ -60,6 +60,25 @@ struct postgres_store_statistics {
   std::uint64_t round_trips = 0;         // statements sent to the server (prepares included)
   std::uint64_t connections_opened = 0;  // pool connections opened (replacements included)
   std::uint64_t listener_connects = 0;   // successful LISTEN connections
+  // Statements the store stopped waiting for (a timeout) and asked the server to cancel (PQcancel,
+  // sent from a thread of the store), and how many of those requests the postmaster took. Taken
+  // means the backend was signalled, not that the statement was still running.
+  std::uint64_t cancels_requested = 0;
+  std::uint64_t cancels_delivered = 0;
+  // Claims and releases that were sent and not answered (outcome_unknown_error), which the store
+  // settles in the background once the server answers again and the server process they were sent
+  // to has ended: `unanswered_released` had taken effect after all, and the store deleted the
+  // record they left in progress under their token (fenced: never another holder's record);
+  // `unanswered_void` had not (cancelled, never run) or left nothing to undo; `unanswered_dropped`
+  // were given up (more than 1024 at once, or their server process outlived 10 minutes of answers)
+  // and are left to their lease. `unanswered_backend_alive` counts the checks that found such a
+  // server process still running, so the store waited. Pending: unanswered - released - void -
+  // dropped.
+  std::uint64_t unanswered = 0;
+  std::uint64_t unanswered_released = 0;
+  std::uint64_t unanswered_void = 0;
+  std::uint64_t unanswered_dropped = 0;
+  std::uint64_t unanswered_backend_alive = 0;
 };
 
 // idem::postgres_store
@@ -67,13 +86,22 @@ struct postgres_store_statistics {
 // Thread-safe. Not copyable or movable. The database may be down when the store is built: every
 // operation then fails with store_unavailable_error naming the operation and the masked record,
 // within its bound, and the store recovers by itself when the database is back.
+//
+// A statement that times out is cancelled on the server (PQcancel from a thread of the store; the
+// sessions' statement_timeout is operation_timeout). A claim or release that fails with
+// outcome_unknown_error is remembered (scope, key digest, token) and released in the background,
+// fenced by its token, once the server answers again and the server process that received it has
+// ended: a claim the server ran after the client gave up does not hold the key for a whole lease.
 class postgres_store final : public store {
  public:
   // Throws configuration_error for an empty or unparsable conninfo, a pool size outside 1..1000,
   // a timeout or interval below 1 ms, or a purge batch of 0. Opens no connection to the pool
   // (they open on first use) and starts the LISTEN thread.
   explicit postgres_store(postgres_store_options options);
-  // Stops the LISTEN thread and closes every connection. No call may be running.
+  // Stops the LISTEN thread and the background threads and closes every connection. No call may
+  // be running. Waits at most operation_timeout for a background statement in progress, and at
+  // most operation_timeout for a cancel request in progress (then leaves that thread to end when
+  // the postmaster answers). Unanswered claims not yet settled are left to their lease.
   ~postgres_store() override;
   postgres_store(const postgres_store&) = delete;
   postgres_store& operator=(const postgres_store&) = delete;

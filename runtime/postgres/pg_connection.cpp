@@ -82,24 +82,21 @@ void flush_all(PGconn* conn, steady::time_point deadline) {
   }
 }
 
-void cancel(PGconn* conn) {
-  PGcancel* handle = PQgetCancel(conn);
-  if (handle == nullptr) return;
-  char buffer[256];
-  PQcancel(handle, buffer, sizeof buffer);
-  PQfreeCancel(handle);
-}
-
 // Reads every result of the statement sent last; returns the last one or throws the first error.
-result_ptr read_results(PGconn* conn, steady::time_point deadline, bool cancel_on_timeout) {
+result_ptr read_results(PGconn* conn, steady::time_point deadline, const canceller* cancel_on_timeout) {
   result_ptr last;
   result_ptr first_error;
   bool cancelled = false;
+  std::future<bool> cancel_sent;
   for (;;) {
     while (PQisBusy(conn) == 0) {
       result_ptr r{PQgetResult(conn)};
       if (!r) {
-        if (cancelled) throw timeout_error("statement cancelled");
+        if (cancelled) {
+          // A cancel the postmaster has not taken yet could still hit the next statement.
+          if (cancel_sent.valid() && cancel_sent.wait_until(deadline) == std::future_status::ready) cancel_sent.get();
+          throw timeout_error("statement cancelled");
+        }
         if (first_error) throw error_from(conn, first_error.get());
         if (!last) throw pg_error(failure::connection_lost, fmt::format("no result: {}", connection_message(conn)));
         return last;
@@ -112,9 +109,10 @@ result_ptr read_results(PGconn* conn, steady::time_point deadline, bool cancel_o
     }
     const int ready = wait_socket(PQsocket(conn), POLLIN, deadline);
     if (ready == 0) {
-      if (!cancel_on_timeout || cancelled) throw timeout_error("waiting for the result");
-      // Keep a caller's connection usable: cancel, then collect the (error) result briefly.
-      cancel(conn);
+      if (cancel_on_timeout == nullptr || cancelled) throw timeout_error("waiting for the result");
+      // Keep a caller's connection usable: cancel, then collect the (error) result briefly. The
+      // cancel is sent by another thread: a frozen postmaster would block PQcancel here for good.
+      cancel_sent = (*cancel_on_timeout)(conn);
       cancelled = true;
       deadline = deadline_after(std::chrono::seconds(2));
       continue;
@@ -280,18 +278,18 @@ void prepare(PGconn* conn, const char* name, const char* sql, int param_count, c
              steady::time_point deadline) {
   check_sent(conn, PQsendPrepare(conn, name, sql, param_count, types));
   flush_all(conn, deadline);
-  read_results(conn, deadline, false);
+  read_results(conn, deadline, nullptr);
 }
 
 result_ptr exec_prepared(PGconn* conn, const char* name, const param_list& params, steady::time_point deadline) {
   check_sent(conn,
              PQsendQueryPrepared(conn, name, params.size(), params.values(), params.lengths(), params.formats(), 1));
   flush_all(conn, deadline);
-  return read_results(conn, deadline, false);
+  return read_results(conn, deadline, nullptr);
 }
 
 result_ptr exec_params(PGconn* conn, const char* sql, const Oid* types, const param_list& params,
-                       steady::time_point deadline, bool cancel_on_timeout) {
+                       steady::time_point deadline, const canceller* cancel_on_timeout) {
   nonblocking_scope mode{conn};
   check_sent(
       conn, PQsendQueryParams(conn, sql, params.size(), types, params.values(), params.lengths(), params.formats(), 1));
@@ -302,7 +300,7 @@ result_ptr exec_params(PGconn* conn, const char* sql, const Oid* types, const pa
 result_ptr exec_simple(PGconn* conn, const char* sql, steady::time_point deadline) {
   check_sent(conn, PQsendQuery(conn, sql));
   flush_all(conn, deadline);
-  return read_results(conn, deadline, false);
+  return read_results(conn, deadline, nullptr);
 }
 
 bool idle_connection_alive(PGconn* conn) {

@@ -11,6 +11,8 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <idem/lease_token.hpp>
 #include <memory>
 #include <stdexcept>
@@ -124,11 +126,18 @@ void prepare(PGconn* conn, const char* name, const char* sql, int param_count, c
 // any failure, including an error answer from the server.
 result_ptr exec_prepared(PGconn* conn, const char* name, const param_list& params, steady::time_point deadline);
 
+// Asks the server to cancel the statement running on a connection without blocking
+// (cancel_worker::request: PQcancel itself blocks while the server is frozen). The future becomes
+// true once the postmaster has taken the request.
+using canceller = std::function<std::future<bool>(PGconn*)>;
+
 // Runs `sql` with `params` as an unnamed statement (binary results). With `cancel_on_timeout`, a
-// statement still running at the deadline is cancelled and the connection kept usable (for a
-// caller's own connection); otherwise the caller must discard the connection after a timeout.
+// statement still running at the deadline is cancelled through it, and its result and the
+// postmaster's acceptance of the cancel are awaited for at most 2 s more, so that the connection
+// stays usable (for a caller's own connection) and no late cancel hits a later statement;
+// otherwise, or if either does not come in time, the call fails with a timeout.
 result_ptr exec_params(PGconn* conn, const char* sql, const Oid* types, const param_list& params,
-                       steady::time_point deadline, bool cancel_on_timeout = false);
+                       steady::time_point deadline, const canceller* cancel_on_timeout = nullptr);
 
 // Runs `sql`, which may hold several statements (simple query protocol), and returns the last
 // result. Throws pg_error at the first failing statement.

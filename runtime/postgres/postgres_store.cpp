@@ -5,6 +5,8 @@
 #include <array>
 #include <atomic>
 #include <climits>
+#include <condition_variable>
+#include <deque>
 #include <idem/deadline.hpp>
 #include <idem/detail/waiter_count.hpp>
 #include <idem/errors.hpp>
@@ -12,9 +14,13 @@
 #include <idem/postgres_transaction.hpp>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include <idem/detail/attributes_codec.hpp>
+#include "cancel_worker.hpp"
 #include "connection_pool.hpp"
 #include "notification_listener.hpp"
 #include "pg_connection.hpp"
@@ -32,6 +38,18 @@ constexpr std::size_t max_pool_size = 1000;
 constexpr milliseconds min_lock_wait{100};
 // pg_advisory_xact_lock key that serializes create_schema() across sessions ("idemschm").
 constexpr long long schema_lock_key = 0x6964656d7363686dLL;
+// Unanswered claims and releases remembered at once; beyond it the oldest is left to its lease.
+constexpr std::size_t max_unanswered = 1024;
+// How long the store waits, while the server answers, for the server process that received an
+// unanswered statement to end before it gives up on settling it (a backend frozen on its own).
+constexpr std::chrono::minutes max_backend_wait{10};
+// Background retries of unanswered statements: the first soon after the failure, then doubling.
+constexpr milliseconds settle_first_retry{20};
+constexpr milliseconds settle_max_retry{1000};
+
+// Which of the given server processes are still running. Param: pids as "1,2,3". Rows: pid.
+constexpr const char* alive_backends_sql =
+    "SELECT pid::int8 FROM pg_stat_activity WHERE pid = ANY (string_to_array($1, ',')::int4[])";
 
 // The key of a record in notifications and in the listener's table: scope and digest. A scope
 // never contains ':', so the form is unambiguous.
@@ -136,7 +154,7 @@ struct database_identity {
   }
 };
 
-database_identity read_identity(PGconn* conn, steady::time_point deadline, bool cancel_on_timeout) {
+database_identity read_identity(PGconn* conn, steady::time_point deadline, const canceller* cancel_on_timeout) {
   const param_list none;
   const result_ptr r = exec_params(conn, database_identity_sql, nullptr, none, deadline, cancel_on_timeout);
   if (PQntuples(r.get()) != 1 || PQnfields(r.get()) != 6)
@@ -157,8 +175,24 @@ struct postgres_store::impl {
   explicit impl(postgres_store_options o)
       : options(validated(std::move(o))),
         params(pool_params(options)),
+        cancels(options.operation_timeout),
         pool(params, options.pool_size, &connections_opened),
         listener(listener_params(options), notify_channel, options.operation_timeout, options.log, &listener_connects) {
+  }
+
+  ~impl() {
+    {
+      std::lock_guard lock(unanswered_mutex);
+      settle_stop = true;
+    }
+    unanswered_changed.notify_all();
+    if (settler.joinable()) settler.join();  // at most one statement, bounded by operation_timeout
+  }
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
+
+  void log(log_level level, std::string message) const {
+    if (options.log) options.log(log_record{level, std::move(message)});
   }
 
   // Runs statement `id` on `c`, preparing it first if this connection has not yet. A broken
@@ -173,20 +207,224 @@ struct postgres_store::impl {
         c.connection().prepared |= bit;
       }
       round_trips.fetch_add(1, std::memory_order_relaxed);
-      return exec_prepared(c.get(), s.name, p, deadline);
+      result_ptr r = exec_prepared(c.get(), s.name, p, deadline);
+      answered();
+      return r;
     } catch (pg_error& e) {
-      if (e.kind() != failure::server) c.mark_broken();
-      // Something was sent (the PREPARE or the statement) and no answer came.
-      if (e.kind() == failure::timeout || e.kind() == failure::connection_lost) e.set_outcome_unknown();
+      failed(c, e);
       throw;
     }
   }
 
-  claim_answer claim(const context& ctx, const digest& d, const lease_token& token, steady::time_point deadline) {
+  // Runs `sql` unprepared on `c`, like run().
+  result_ptr run_sql(connection_pool::checkout& c, const char* sql, const Oid* types, const param_list& p,
+                     steady::time_point deadline) {
+    try {
+      round_trips.fetch_add(1, std::memory_order_relaxed);
+      result_ptr r = exec_params(c.get(), sql, types, p, deadline);
+      answered();
+      return r;
+    } catch (pg_error& e) {
+      failed(c, e);
+      throw;
+    }
+  }
+
+  void failed(connection_pool::checkout& c, pg_error& e) {
+    if (e.kind() == failure::timeout) {
+      // We stop waiting; have the server stop too. A statement it has not started yet (a frozen
+      // server) is not stopped by this: the backend ignores a cancel while it reads a command,
+      // and runs the command once read. Unanswered claims are settled by settle_round().
+      (void)cancels.request(c.get());
+    }
+    if (e.kind() != failure::server) c.mark_broken();
+    // Something was sent (the PREPARE or the statement) and no answer came.
+    if (e.kind() == failure::timeout || e.kind() == failure::connection_lost) e.set_outcome_unknown();
+  }
+
+  // The server answered a statement: if unanswered statements wait for it, settle them now.
+  void answered() {
+    if (!settle_awaits_server.load(std::memory_order_relaxed)) return;
+    {
+      std::lock_guard lock(unanswered_mutex);
+      settle_awaits_server.store(false, std::memory_order_relaxed);
+      settle_kicked = true;
+    }
+    unanswered_changed.notify_all();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Unanswered claims and releases
+  //
+  // A statement sent to a server that stops answering (frozen, stalled, cut off) may run when the
+  // server wakes, after the client gave up and closed the connection: a claim then leaves the
+  // record in progress under a token nobody holds. The store knows the token; it remembers the
+  // record and releases it (the ordinary fenced release: only while in progress under exactly that
+  // token) once the server answers again and the server process that received the statement has
+  // ended (before that, the statement may still run: a release sent earlier would find nothing and
+  // the claim would then hold the key). A release that was not answered is sent again the same way.
+
+  struct unanswered_statement {
+    std::uint64_t id = 0;
+    std::string operation;  // "try_acquire" or "release"
+    std::string scope;
+    digest d{};
+    lease_token token;
+    std::vector<int> backends;  // server processes the statement was sent to
+    std::string record;         // Scope/#xxxxxxxx, for log lines
+    std::optional<steady::time_point> alive_since;  // the server answered while one of them ran
+  };
+
+  void remember_unanswered(std::string_view operation, const identity& ident, const digest& d, const lease_token& token,
+                           std::vector<int> backends) {
+    unanswered_statement u;
+    u.operation = std::string(operation);
+    u.scope = ident.scope();
+    u.d = d;
+    u.token = token;
+    u.backends = std::move(backends);
+    u.record = ident.to_string();
+    std::optional<std::string> dropped;
+    {
+      std::lock_guard lock(unanswered_mutex);
+      if (settle_stop) return;
+      if (!settler.joinable()) {
+        try {
+          settler = std::thread([this] { settle_loop(); });
+        } catch (...) {
+          return;  // no thread: the record is left to its lease, as before
+        }
+      }
+      u.id = ++unanswered_ids;
+      if (unanswered_list.size() >= max_unanswered) {
+        dropped = unanswered_list.front().record;
+        unanswered_list.pop_front();
+        unanswered_dropped.fetch_add(1, std::memory_order_relaxed);
+      }
+      unanswered_list.push_back(std::move(u));
+      unanswered_count.fetch_add(1, std::memory_order_relaxed);
+      settle_kicked = true;
+    }
+    unanswered_changed.notify_all();
+    if (dropped)
+      log(log_level::warning,
+          fmt::format("postgres_store: more than {} unanswered statements to settle; {} is left to its lease",
+                      max_unanswered, *dropped));
+  }
+
+  void settle_loop() {
+    std::unique_lock lock(unanswered_mutex);
+    milliseconds pause = settle_first_retry;
+    for (;;) {
+      unanswered_changed.wait(lock, [&] { return settle_stop || !unanswered_list.empty(); });
+      if (settle_stop) return;
+      // A new entry or a statement the server answered elsewhere starts a round at once (after
+      // the first short pause); otherwise wait out the backoff.
+      unanswered_changed.wait_for(lock, pause, [&] { return settle_stop || settle_kicked; });
+      if (settle_stop) return;
+      const bool kicked = settle_kicked;
+      settle_kicked = false;
+      std::vector<unanswered_statement> batch(unanswered_list.begin(), unanswered_list.end());
+      lock.unlock();
+      const round_result r = settle_round(batch);
+      lock.lock();
+      for (const auto& [id, outcome] : r.settled) {
+        for (auto it = unanswered_list.begin(); it != unanswered_list.end(); ++it) {
+          if (it->id != id) continue;
+          unanswered_list.erase(it);
+          break;
+        }
+      }
+      for (const auto& [id, since] : r.waiting) {
+        for (auto& u : unanswered_list)
+          if (u.id == id && !u.alive_since) u.alive_since = since;
+      }
+      if (r.server_answered) {
+        // Waiting for a backend to end: look again soon, less often the longer it takes.
+        pause = kicked || r.progress ? settle_first_retry : std::min(pause * 2, settle_max_retry);
+      } else {
+        pause = std::min(std::max(pause, settle_first_retry) * 2, settle_max_retry);
+        settle_awaits_server.store(true, std::memory_order_relaxed);
+      }
+    }
+  }
+
+  struct round_result {
+    bool server_answered = false;
+    bool progress = false;
+    std::vector<std::pair<std::uint64_t, bool>> settled;                 // id, released a record
+    std::vector<std::pair<std::uint64_t, steady::time_point>> waiting;  // id, first seen alive
+  };
+
+  // One attempt at everything remembered: which receiving server processes still run (one
+  // statement), then a fenced release of each record whose processes have all ended.
+  round_result settle_round(const std::vector<unanswered_statement>& batch) {
+    round_result result;
+    const auto deadline = deadline_after(options.operation_timeout);
+    std::string pids;
+    for (const auto& u : batch)
+      for (const int pid : u.backends) pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+    try {
+      auto c = pool.acquire(deadline);
+      std::vector<int> alive;
+      if (!pids.empty()) {
+        param_list p;
+        p.text(pids);
+        const std::array<Oid, 1> types{oid_text};
+        const result_ptr r = run_sql(c, alive_backends_sql, types.data(), p, deadline);
+        for (int row = 0; row < PQntuples(r.get()); ++row) alive.push_back(static_cast<int>(get_int8(r.get(), row, 0)));
+      }
+      result.server_answered = true;
+      const auto now = steady::now();
+      for (const auto& u : batch) {
+        const bool running = std::any_of(u.backends.begin(), u.backends.end(), [&](int pid) {
+          return std::find(alive.begin(), alive.end(), pid) != alive.end();
+        });
+        if (running) {
+          unanswered_backend_alive.fetch_add(1, std::memory_order_relaxed);
+          if (u.alive_since && now - *u.alive_since > max_backend_wait) {
+            unanswered_dropped.fetch_add(1, std::memory_order_relaxed);
+            result.settled.emplace_back(u.id, false);
+            log(log_level::warning,
+                fmt::format("postgres_store: the server process that received an unanswered {} of {} still runs "
+                            "after {} min; the record is left to its lease",
+                            u.operation, u.record, max_backend_wait.count()));
+          } else {
+            result.waiting.emplace_back(u.id, now);
+          }
+          continue;
+        }
+        param_list p;
+        p.text(u.scope).bytes(u.d.data(), u.d.size()).uuid(u.token).text(u.scope + ':' + to_hex(u.d.data(), u.d.size()));
+        const result_ptr r = run(c, statement_id::release, p, deadline);
+        const bool released = PQntuples(r.get()) == 1 && PQnfields(r.get()) == 4 && get_int8(r.get(), 0, 0) == 1;
+        result.settled.emplace_back(u.id, released);
+        result.progress = true;
+        if (released) {
+          unanswered_released.fetch_add(1, std::memory_order_relaxed);
+          log(log_level::info, fmt::format("postgres_store: released {}, left in progress by an unanswered {} that "
+                                           "the server ran after the client gave up",
+                                           u.record, u.operation));
+        } else {
+          unanswered_void.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    } catch (const pg_error&) {
+      // Not answering yet (or refusing): the next round tries again. What was settled stays so.
+    } catch (const std::exception&) {
+      // A malformed answer: try again later rather than end the thread.
+    }
+    return result;
+  }
+
+  // `backend` becomes the server process the claim is sent to.
+  claim_answer claim(const context& ctx, const digest& d, const lease_token& token, steady::time_point deadline,
+                     int& backend) {
     const auto now = steady::now();
     const auto remaining = std::chrono::ceil<milliseconds>(std::max(deadline - now, steady::duration::zero()));
     const auto bound = saturating_add(std::max(deadline, now), options.operation_timeout);
     auto c = pool.acquire(bound);
+    backend = PQbackendPID(c.get());
     param_list p;
     p.text(ctx.id.scope()).bytes(d.data(), d.size()).uuid(token).int8(to_ms(ctx.lease)).int8(to_ms(ctx.ttl));
     if (ctx.fingerprint) {
@@ -252,7 +490,10 @@ struct postgres_store::impl {
   // Runs complete or release: one statement fenced by the token. Retries a statement that lost a
   // deadlock or serialization race (it changed nothing). Throws lease_lost_error if nothing
   // was held under the token.
-  void fenced(statement_id id, std::string_view operation, const identity& ident, const param_list& p) {
+  // With `resend` (digest and token of a release), an unanswered statement is remembered and
+  // sent again in the background (remember_unanswered).
+  void fenced(statement_id id, std::string_view operation, const identity& ident, const param_list& p,
+              const std::pair<const digest*, const lease_token*>& resend = {}) {
     const auto deadline = deadline_after(options.operation_timeout);
     for (int attempt = 1;; ++attempt) {
       std::optional<connection_pool::checkout> c;
@@ -261,11 +502,15 @@ struct postgres_store::impl {
       } catch (const pg_error& e) {
         throw_unavailable(operation, ident.to_string(), e);  // nothing was sent
       }
+      const int backend = PQbackendPID(c->get());
       result_ptr r;
       try {
         r = run(*c, id, p, deadline);
       } catch (const pg_error& e) {
         if (e.kind() == failure::server && is_lost_race(e.sqlstate()) && attempt < 3) continue;
+        c.reset();  // back to the pool (closed: it broke) before anything else is sent
+        if (e.outcome_unknown() && resend.first != nullptr)
+          remember_unanswered(operation, ident, *resend.first, *resend.second, {backend});
         throw_unavailable(operation, ident.to_string(), e);
       }
       check_fenced(r.get(), operation, ident);
@@ -295,7 +540,7 @@ struct postgres_store::impl {
       auto c = pool.acquire(deadline);
       try {
         round_trips.fetch_add(1, std::memory_order_relaxed);
-        own_identity = read_identity(c.get(), deadline, false);
+        own_identity = read_identity(c.get(), deadline, nullptr);
       } catch (const pg_error& e) {
         if (e.kind() != failure::server) c.mark_broken();
         throw;
@@ -329,8 +574,27 @@ struct postgres_store::impl {
   // What the store's own connections reach (database_identity_sql), read on first use.
   std::mutex identity_mutex;
   std::optional<database_identity> own_identity;
+  cancel_worker cancels;
+  // For statements on a caller's connection (exec_params with cancel_on_timeout).
+  const canceller cancel_fn = [this](PGconn* conn) { return cancels.request(conn); };
   connection_pool pool;
   notification_listener listener;
+
+  // Unanswered claims and releases (remember_unanswered) and the thread that settles them,
+  // started on first use.
+  std::mutex unanswered_mutex;
+  std::condition_variable unanswered_changed;
+  std::deque<unanswered_statement> unanswered_list;
+  std::uint64_t unanswered_ids = 0;
+  bool settle_stop = false;
+  bool settle_kicked = false;
+  std::atomic<bool> settle_awaits_server{false};  // the last round got no answer
+  std::atomic<std::uint64_t> unanswered_count{0};
+  std::atomic<std::uint64_t> unanswered_released{0};
+  std::atomic<std::uint64_t> unanswered_void{0};
+  std::atomic<std::uint64_t> unanswered_dropped{0};
+  std::atomic<std::uint64_t> unanswered_backend_alive{0};
+  std::thread settler;
 };
 
 postgres_store::postgres_store(postgres_store_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
@@ -347,31 +611,52 @@ acquire_result postgres_store::try_acquire(const context& ctx) {
   std::unique_ptr<notification_listener::subscription> subscription;
   bool retried_lost_connection = false;
   unsigned lost_races = 0;
+  // Server processes a look of this call was sent to without an answer: that look may still run
+  // there. Unless the call hands the token out (acquired), the store releases what it may leave.
+  std::vector<int> unanswered;
+  auto settle_unless_acquired = [&] {
+    if (!unanswered.empty()) impl_->remember_unanswered("try_acquire", ctx.id, d, token, std::move(unanswered));
+  };
 
   for (;;) {
     claim_answer a;
+    int backend = 0;
     try {
-      a = impl_->claim(ctx, d, token, deadline);
+      a = impl_->claim(ctx, d, token, deadline, backend);
     } catch (const pg_error& e) {
+      if (e.outcome_unknown()) unanswered.push_back(backend);
       if (e.kind() == failure::connection_lost && !retried_lost_connection) {
         retried_lost_connection = true;
         continue;
       }
+      if (!unanswered.empty() && !e.outcome_unknown()) {
+        // An earlier look was sent and not answered: that this one sent nothing says nothing.
+        pg_error unknown = e;
+        unknown.set_outcome_unknown();
+        settle_unless_acquired();
+        throw_unavailable("try_acquire", ctx.id.to_string(), unknown);
+      }
+      settle_unless_acquired();
       throw_unavailable("try_acquire", ctx.id.to_string(), e);
     }
     switch (a.what) {
       case claim_answer::kind::acquired:
         return acquired{token};
       case claim_answer::kind::duplicate:
+        settle_unless_acquired();
         return duplicate{std::move(a.value), a.completed_at};
       case claim_answer::kind::mismatch:
+        settle_unless_acquired();
         return fingerprint_mismatch{std::move(a.stored_fingerprint), ctx.fingerprint.value_or(std::string())};
       case claim_answer::kind::in_flight:
       case claim_answer::kind::busy:
         break;
     }
     const auto now = steady::now();
-    if (now >= deadline) return in_flight{a.retry_after};
+    if (now >= deadline) {
+      settle_unless_acquired();
+      return in_flight{a.retry_after};
+    }
     if (!subscription) {
       // Subscribe, then look again: a completion between our look and the subscription would
       // otherwise never wake us.
@@ -407,7 +692,7 @@ void postgres_store::release(const identity& id, const lease_token& token) {
   const digest d = id.key_digest();
   param_list p;
   p.text(id.scope()).bytes(d.data(), d.size()).uuid(token).text(record_key(id, d));
-  impl_->fenced(statement_id::release, "release", id, p);
+  impl_->fenced(statement_id::release, "release", id, p, {&d, &token});
 }
 
 bool postgres_store::extend(const identity& id, const lease_token& token, milliseconds lease) {
@@ -459,7 +744,7 @@ void postgres_store::complete_in_transaction(const identity& id, const lease_tok
   try {
     impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
     r = exec_params(pg_tx->connection(), s.sql, s.types.data(), p, deadline_after(impl_->options.operation_timeout),
-                    /*cancel_on_timeout=*/true);
+                    &impl_->cancel_fn);
   } catch (const pg_error& e) {
     throw_unavailable("complete_in_transaction", id.to_string(), e,
                       "; the caller's transaction cannot commit and must roll back");
@@ -481,7 +766,7 @@ std::string postgres_store::join_problem(const transaction& tx) const {
   database_identity theirs;
   try {
     impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
-    theirs = read_identity(conn, deadline_after(impl_->options.operation_timeout), /*cancel_on_timeout=*/true);
+    theirs = read_identity(conn, deadline_after(impl_->options.operation_timeout), &impl_->cancel_fn);
   } catch (const pg_error& e) {
     throw_unavailable("tell which database the caller's transaction is on", {}, e,
                       "; the caller's transaction cannot commit and must roll back");
@@ -522,7 +807,7 @@ bool postgres_store::extend_in_transaction(const identity& id, const lease_token
   try {
     impl_->round_trips.fetch_add(1, std::memory_order_relaxed);
     r = exec_params(pg_tx->connection(), extend_in_transaction_sql, types.data(), p,
-                    deadline_after(impl_->options.operation_timeout), /*cancel_on_timeout=*/true);
+                    deadline_after(impl_->options.operation_timeout), &impl_->cancel_fn);
   } catch (const pg_error& e) {
     throw_unavailable("extend_in_transaction", id.to_string(), e,
                       "; the caller's transaction cannot commit and must roll back");
@@ -557,8 +842,18 @@ std::string_view postgres_store::schema_sql() noexcept {
 }
 
 postgres_store_statistics postgres_store::statistics() const noexcept {
-  return {impl_->round_trips.load(std::memory_order_relaxed), impl_->connections_opened.load(std::memory_order_relaxed),
-          impl_->listener_connects.load(std::memory_order_relaxed)};
+  postgres_store_statistics s;
+  s.round_trips = impl_->round_trips.load(std::memory_order_relaxed);
+  s.connections_opened = impl_->connections_opened.load(std::memory_order_relaxed);
+  s.listener_connects = impl_->listener_connects.load(std::memory_order_relaxed);
+  s.cancels_requested = impl_->cancels.requested();
+  s.cancels_delivered = impl_->cancels.delivered();
+  s.unanswered = impl_->unanswered_count.load(std::memory_order_relaxed);
+  s.unanswered_released = impl_->unanswered_released.load(std::memory_order_relaxed);
+  s.unanswered_void = impl_->unanswered_void.load(std::memory_order_relaxed);
+  s.unanswered_dropped = impl_->unanswered_dropped.load(std::memory_order_relaxed);
+  s.unanswered_backend_alive = impl_->unanswered_backend_alive.load(std::memory_order_relaxed);
+  return s;
 }
 
 int postgres_store::listener_backend_pid() const noexcept {
