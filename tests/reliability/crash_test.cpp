@@ -86,6 +86,14 @@ struct run_database {
       where.where = pg_base + " options='-csearch_path=" + pg_schema + "'";
       idem::postgres_store store{{.conninfo = where.where, .log = nullptr}};
       store.create_schema();
+    } else if (kind == "redis_cluster") {
+      std::ifstream seeds(fs::path(fixture_dir(IDEM_REDIS_CLUSTER_FIXTURE_DIR)) / "seeds");
+      std::string nodes;
+      for (std::string line; std::getline(seeds, line);) {
+        if (!line.empty()) nodes += (nodes.empty() ? "" : ",") + line;
+      }
+      if (nodes.empty()) throw std::runtime_error("the redis_cluster fixture wrote no seeds");
+      where.where = nodes + "/crash:" + unique + ":";
     } else {
       where.where = first_line(fs::path(fixture_dir(IDEM_REDIS_FIXTURE_DIR)) / "address") + "/crash:" + unique + ":";
     }
@@ -377,8 +385,10 @@ TEST_CASE("crash.sqlite.join") { crash_run("sqlite", "join"); }
 TEST_CASE("crash.postgres.autonomous") { crash_run("postgres", "autonomous"); }
 TEST_CASE("crash.postgres.join") { crash_run("postgres", "join"); }
 TEST_CASE("crash.redis.autonomous") { crash_run("redis", "autonomous"); }
+TEST_CASE("crash.redis_cluster.autonomous") { crash_run("redis_cluster", "autonomous"); }
 TEST_CASE("paused.sqlite") { paused_holder("sqlite"); }
 TEST_CASE("paused.postgres") { paused_holder("postgres"); }
 TEST_CASE("paused.redis") { paused_holder("redis"); }
+TEST_CASE("paused.redis_cluster") { paused_holder("redis_cluster"); }
 TEST_CASE("paused.sqlite.transaction") { paused_holder("sqlite", "hold-tx"); }
 TEST_CASE("paused.postgres.transaction") { paused_holder("postgres", "hold-tx"); }

@@ -1,5 +1,7 @@
 #include "reliability_support.hpp"
 
+#include <algorithm>
+
 #include <hiredis/hiredis.h>
 #include <libpq-fe.h>
 #include <sqlite3.h>
@@ -18,13 +20,21 @@ struct redis_target {
   std::string host;
   int port;
   std::string prefix;
+  std::vector<std::string> more_nodes;  // a cluster's other nodes
 };
 
+// "host:port/prefix", or for a cluster "host:port,host:port,.../prefix".
 redis_target parse_redis(const std::string& where) {
   const auto slash = where.find('/');
   if (slash == std::string::npos) throw std::runtime_error("redis target needs host:port/prefix");
-  auto [host, port] = split_host_port(where.substr(0, slash));
-  return {host, port, where.substr(slash + 1)};
+  std::vector<std::string> nodes;
+  for (std::size_t at = 0; at < slash;) {
+    const std::size_t comma = std::min(where.find(',', at), slash);
+    nodes.push_back(where.substr(at, comma - at));
+    at = comma + 1;
+  }
+  auto [host, port] = split_host_port(nodes.front());
+  return {host, port, where.substr(slash + 1), std::vector<std::string>(nodes.begin() + 1, nodes.end())};
 }
 
 void sqlite_exec(sqlite3* db, const char* sql) {
@@ -64,12 +74,14 @@ std::unique_ptr<store> open_store(const target& t) {
   if (t.kind == "postgres")
     return std::make_unique<postgres_store>(
         postgres_store_options{.conninfo = t.where, .pool_size = 4, .operation_timeout = 2s, .log = nullptr});
-  if (t.kind == "redis") {
+  if (t.kind == "redis" || t.kind == "redis_cluster") {
     auto r = parse_redis(t.where);
     redis_store_options options;
     options.host = r.host;
     options.port = r.port;
     options.prefix = r.prefix;
+    options.cluster.enabled = t.kind == "redis_cluster";
+    options.cluster.seeds = r.more_nodes;
     return std::make_unique<redis_store>(options);
   }
   throw std::runtime_error("unknown store kind " + t.kind);
@@ -84,11 +96,22 @@ effects::effects(const target& t) : target_(t) {
     pg_ = PQconnectdb(t.where.c_str());
     if (PQstatus(pg_) != CONNECTION_OK) throw std::runtime_error(std::string("postgres: ") + PQerrorMessage(pg_));
     PQsetNoticeProcessor(pg_, [](void*, const char*) {}, nullptr);
-  } else if (t.kind == "redis") {
+  } else if (t.kind == "redis" || t.kind == "redis_cluster") {
     auto r = parse_redis(t.where);
     prefix_ = "fx:" + r.prefix;
     redis_ = redisConnect(r.host.c_str(), r.port);
     if (redis_ == nullptr || redis_->err != 0) throw std::runtime_error("cannot connect to redis");
+    // In a cluster the effects list lives on the master of its slot: its MOVED answer names it.
+    auto* reply = static_cast<redisReply*>(redisCommand(redis_, "EXISTS %s%s", prefix_.c_str(), "effects"));
+    if (reply == nullptr) throw std::runtime_error("redis EXISTS failed");
+    const std::string answer = reply->type == REDIS_REPLY_ERROR ? std::string(reply->str, reply->len) : "";
+    freeReplyObject(reply);
+    if (answer.starts_with("MOVED ")) {
+      auto [host, port] = split_host_port(answer.substr(answer.rfind(' ') + 1));
+      redisFree(redis_);
+      redis_ = redisConnect(host.c_str(), port);
+      if (redis_ == nullptr || redis_->err != 0) throw std::runtime_error("cannot connect to the effects' node");
+    }
   } else {
     throw std::runtime_error("unknown store kind " + t.kind);
   }
