@@ -407,3 +407,37 @@ TEST_CASE("the documented ACL of cluster mode is enough for the whole lifecycle"
   }
   for (const std::string& node : c.seeds()) c.run(node, {"ACL", "DELUSER", user});
 }
+
+TEST_CASE("the store computes the hash slot Redis computes, hash tags included") {
+  cluster& c = fixture();
+  const std::vector<std::string> keys{"123456789",           "{user1000}.following", "{user1000}.followers",
+                                      "foo{}{bar}",          "foo{{bar}}zap",        "foo{bar}{zap}",
+                                      "{",                   "}{",                   "",
+                                      "idem:rec:{ab:S{c}d}", std::string("bin\0ary{\xff}", 12)};
+  CHECK(rd::hash_slot("123456789") == 0x31C3 % rd::slot_count);  // the specification's CRC16 check value
+  CHECK(rd::hash_slot("{user1000}.following") == rd::hash_slot("{user1000}.followers"));
+  for (const std::string& key : keys) {
+    rd::reply_ptr reply = c.run(c.seeds().front(), {"CLUSTER", "KEYSLOT", key});
+    REQUIRE(reply->type == REDIS_REPLY_INTEGER);
+    CHECK(rd::hash_slot(key) == reply->integer);
+  }
+}
+
+TEST_CASE("in steady state routing adds no round trip: two per first call, one per replay, no redirection") {
+  cluster& c = fixture();
+  idem::redis_store store(c.options(unique_prefix("steady")));
+  (void)store.try_acquire(make_context({"Steady.warm", "w"}));  // loads the slot map, opens connections
+  const auto before = store.statistics();
+  constexpr int calls = 100;
+  for (int i = 0; i < calls; ++i) {
+    const idem::identity id{"Steady.run", "k" + std::to_string(i)};
+    auto acquired = store.try_acquire(make_context(id));
+    REQUIRE(std::holds_alternative<idem::acquired>(acquired));
+    store.complete(id, std::get<idem::acquired>(acquired).token, value_of("v"), 1h);
+    REQUIRE(std::holds_alternative<idem::duplicate>(store.try_acquire(make_context(id))));
+  }
+  const auto after = store.statistics();
+  CHECK(after.round_trips - before.round_trips == 3 * calls);
+  CHECK(after.redirections == 0);
+  CHECK(after.slot_map_refreshes == 1);
+}
