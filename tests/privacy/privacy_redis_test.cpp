@@ -1,4 +1,5 @@
-// Privacy on the Redis store (the "redis" fixture's server): the main scenarios, a store pointed
+// Privacy on the Redis store (the "redis" fixture's server, or the "redis_cluster" fixture's cluster when
+// built as idem_privacy_redis_cluster_tests): the main scenarios, a store pointed
 // at a closed port, and every key under the store's prefix (SCAN) and its value (GET) scanned.
 #include "privacy/privacy_support.hpp"
 
