@@ -441,3 +441,49 @@ TEST_CASE("in steady state routing adds no round trip: two per first call, one p
   CHECK(after.redirections == 0);
   CHECK(after.slot_map_refreshes == 1);
 }
+
+// A master stops serving a slot (CLUSTER DELSLOTS): it answers CLUSTERDOWN, which the store retries
+// with a growing pause until command_timeout has passed, then reports; once the slot is served
+// again the same store serves it.
+TEST_CASE("CLUSTERDOWN is retried within command_timeout, then store_unavailable_error, and the store recovers") {
+  cluster c;  // a private cluster: a slot goes unserved
+  auto options = c.options(unique_prefix("down"));
+  options.command_timeout = 300ms;
+  idem::redis_store store(options);
+  const idem::identity id{"Down.run", "order-7"};
+  const int slot = slot_of(store, id);
+  REQUIRE(std::holds_alternative<idem::acquired>(store.try_acquire(make_context({"Down.warm", "w"}))));
+  const node_info master = c.master_of(slot);
+  REQUIRE(rd::text(c.run(master.address, {"CLUSTER", "DELSLOTS", std::to_string(slot)}).get()) == "OK");
+
+  const auto t = steady::now();
+  try {
+    (void)store.try_acquire(make_context(id));
+    FAIL("a call on an unserved slot must fail");
+  } catch (const idem::store_unavailable_error& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("CLUSTERDOWN") != std::string::npos);
+    CHECK(e.operation() == "try_acquire");
+    CHECK(e.record() == id.to_string());
+    CHECK(what.find("order-7") == std::string::npos);
+  }
+  const auto failed_after = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t);
+  CHECK(store.statistics().cluster_retries >= 1);
+  CHECK(failed_after < options.command_timeout + 2s);  // bounded by the budget; 2 s catches a hang
+
+  REQUIRE(rd::text(c.run(master.address, {"CLUSTER", "ADDSLOTS", std::to_string(slot)}).get()) == "OK");
+  bool served = false;
+  CHECK(eventually(
+      [&] {
+        try {
+          served = std::holds_alternative<idem::acquired>(store.try_acquire(make_context(id)));
+        } catch (const idem::store_unavailable_error&) {
+        }
+        return served;
+      },
+      20s));
+  WARN("CLUSTERDOWN: reported after " << failed_after.count() << " ms (command_timeout "
+                                      << options.command_timeout.count() << " ms), "
+                                      << store.statistics().cluster_retries << " retries");
+}
