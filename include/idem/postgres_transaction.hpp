@@ -55,10 +55,15 @@ class postgres_transaction final : public basic_transaction {
   PGconn* connection() const noexcept { return connection_; }
 
  private:
+  friend class postgres_store;
   static PGconn* begin(PGconn* connection);
 
   PGconn* connection_;
   transaction_binding binding_;
+  // The postgres_store (its instance number) that last found this connection on its table: the
+  // connection cannot change server or database while the transaction lives, so that store's later
+  // checks of the same transaction skip the round trip. 0 = none yet.
+  mutable unsigned long long joined_store_ = 0;
 };
 
 }  // namespace idem

@@ -169,11 +169,16 @@ database_identity read_identity(PGconn* conn, steady::time_point deadline, const
   return id;
 }
 
+// Numbers the stores of the process, so that a transaction remembers which store checked it
+// (postgres_transaction::joined_store_) without keeping a pointer that a later store could reuse.
+std::atomic<unsigned long long> next_store_instance{0};
+
 }  // namespace
 
 struct postgres_store::impl {
   explicit impl(postgres_store_options o)
-      : options(validated(std::move(o))),
+      : instance(next_store_instance.fetch_add(1, std::memory_order_relaxed) + 1),
+        options(validated(std::move(o))),
         params(pool_params(options)),
         cancels(options.operation_timeout),
         pool(params, options.pool_size, &connections_opened),
@@ -565,6 +570,7 @@ struct postgres_store::impl {
     return p;
   }
 
+  const unsigned long long instance;  // this store's number among the process's stores
   postgres_store_options options;
   connect_params params;
   std::atomic<std::uint64_t> round_trips{0};
@@ -762,6 +768,7 @@ std::string postgres_store::join_problem(const transaction& tx) const {
   if (PQstatus(conn) != CONNECTION_OK) return "the postgres_transaction's connection is broken";
   if (PQtransactionStatus(conn) == PQTRANS_INERROR)
     return "the postgres_transaction has failed (a statement in it raised an error) and can only roll back";
+  if (pg_tx->joined_store_ == impl_->instance) return {};  // checked already in this transaction
 
   database_identity theirs;
   try {
@@ -792,6 +799,7 @@ std::string postgres_store::join_problem(const transaction& tx) const {
     return fmt::format("the postgres_transaction's connection reaches another idem_records table than the store's "
                        "(in database \"{}\": its search_path names another schema)",
                        theirs.database);
+  pg_tx->joined_store_ = impl_->instance;
   return {};
 }
 

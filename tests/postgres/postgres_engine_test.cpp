@@ -84,6 +84,26 @@ TEST_CASE("engine: join-transaction commits the business row and the record toge
   CHECK(runs == 1);
 }
 
+// The store checks once per transaction that the caller's connection reaches its table (the engine
+// asks before acquiring; complete_in_transaction asks again): a first call costs that check, the
+// claim and the completion.
+TEST_CASE("engine: a join-transaction call checks the caller's connection once per transaction", "[postgres][engine]") {
+  order_fixture f;
+  idem::engine engine{f.store};
+  auto call = [&](const std::string& order) {
+    const auto ctx = engine.make_context("Orders.place", order, joined);
+    idem::postgres_transaction tx{f.conn.get()};
+    const auto before = f.store.statistics().round_trips;
+    const auto o = engine.execute(ctx, [&] { f.insert_order(order); });
+    const auto spent = f.store.statistics().round_trips - before;
+    tx.commit();
+    CHECK(std::holds_alternative<idem::executed<void>>(o));
+    return spent;
+  };
+  (void)call(unique_key("warm"));  // prepares the statements on the connections
+  CHECK(call(unique_key("order")) == 3);  // identity check, claim, completion
+}
+
 TEST_CASE("engine: join-transaction rolled back leaves neither the row nor the record, and a redelivery runs once",
           "[postgres][engine]") {
   order_fixture f;
