@@ -268,8 +268,9 @@ void bench_raw_idem(const settings& s, int threads) {
       expect(acquire(t, t, i) == "A", "a first claim");
       const auto ti = static_cast<std::size_t>(t);
       const auto ii = static_cast<std::size_t>(i);
-      expect(clients[ti]->command({"EVALSHA", scripts.complete.sha, "1", keys[ti][ii], tokens[ti][ii], "3600000",
-                                   "3660000", payload, channel})
+      expect(clients[ti]
+                 ->command({"EVALSHA", scripts.complete.sha, "1", keys[ti][ii], tokens[ti][ii], "3600000", "3660000",
+                            payload, channel, "PUBLISH"})
                  .starts_with("OK "),
              "complete");
     }));
@@ -322,7 +323,9 @@ void bench_server_cost(const settings& s) {
   };
   path("claim", "evalsha", 0, [&](int i) { return acquire(i, token(i)) == "A"; });
   path("complete", "evalsha", 0, [&](int i) {
-    return c.command({"EVALSHA", scripts.complete.sha, "1", key(i), token(i), "3600000", "3660000", payload, channel})
+    return c
+        .command(
+            {"EVALSHA", scripts.complete.sha, "1", key(i), token(i), "3600000", "3660000", payload, channel, "PUBLISH"})
         .starts_with("OK ");
   });
   path("replay", "evalsha", 0, [&](int i) { return acquire(i, token(i)).starts_with("idem/"); });
@@ -330,7 +333,7 @@ void bench_server_cost(const settings& s) {
   for (int i = held; i < held + s.calls; ++i) acquire(i, token(i));
   path("in-flight", "evalsha", held, [&](int i) { return acquire(i, token(i + 1)).starts_with("B "); });
   path("release", "evalsha", held, [&](int i) {
-    return c.command({"EVALSHA", scripts.release.sha, "1", key(i), token(i), channel}) == "OK";
+    return c.command({"EVALSHA", scripts.release.sha, "1", key(i), token(i), channel, "PUBLISH"}) == "OK";
   });
   const std::string plain = "bench:server-cost:plain:" + id + ":";
   path("plain-set-nx", "set", 0, [&](int i) {
