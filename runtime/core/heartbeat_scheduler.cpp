@@ -229,8 +229,16 @@ void heartbeat_scheduler::extend(std::uint32_t index, std::unique_lock<std::mute
   if (s.cancelled) {
     free_slot(index);
   } else {
-    s.due = clock::now() + s.period;
-    link(index, queue_for(s.period, clock::now()));
+    const auto now = clock::now();
+    s.due = now + s.period;
+    link(index, queue_for(s.period, now));
+    // The leader chose its wake-up while this entry was unlinked: it may sleep until the head of
+    // a list with a longer period, past this entry's due time. Then it must wake earlier, as in
+    // start(), or a short lease lapses while a long one is held.
+    if (s.due < leader_sleeps_until_) {
+      leader_sleeps_until_ = s.due;
+      leader_wake_.notify_one();
+    }
   }
 }
 

@@ -158,6 +158,51 @@ TEST_CASE("engine/once: a slow extend of one record does not let another record'
   finish.count_down();
 }
 
+// Found by the soak (tests/reliability/soak.cpp): a 500 ms lease lost while 5 s leases were held.
+TEST_CASE("engine/once: a short lease is extended on time while the heartbeat leader sleeps for a longer one",
+          "[engine][heartbeat][concurrency]") {
+  // The leader hands leadership to another thread while it extends. The new leader, seeing only
+  // the long lease's list, sleeps until that one is due; the extended short entry is linked again
+  // after that and must wake it, or its next extend waits for the long lease's period.
+  faulty_store store;
+  std::atomic<int> short_extends = 0;
+  store.before_extend = [&](const idem::identity& id) {
+    if (id.scope() == "Short.m" && short_extends.fetch_add(1) == 0)
+      std::this_thread::sleep_for(30ms);  // a slow first extend: the next leader is asleep before it returns
+    return true;
+  };
+  idem::engine engine(store);
+  std::latch long_started(1), short_started(1), finish(1);
+  std::jthread long_holder([&] {
+    (void)engine.execute(engine.make_context("Long.m", "k", {.lease = 60s}), [&] {
+      long_started.count_down();
+      finish.wait();
+    });
+  });
+  long_started.wait();
+  std::atomic<bool> short_lost = false;
+  std::jthread short_holder([&] {
+    try {
+      (void)engine.execute(engine.make_context("Short.m", "k", {.lease = 100ms}), [&] {
+        short_started.count_down();
+        finish.wait();
+      });
+    } catch (const idem::lease_lost_error&) {
+      short_lost = true;  // stolen meanwhile: the failure is reported below
+    }
+  });
+  short_started.wait();
+  // Every 50 ms when it works; once in the long lease's 30 s period when the wake-up is missed.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (short_extends.load() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  CHECK(short_extends.load() >= 4);
+  auto o = engine.execute(engine.make_context("Short.m", "k", {.wait = 0ms}), [] {});
+  CHECK(std::holds_alternative<idem::in_flight>(o));
+  finish.count_down();
+  short_holder.join();
+  CHECK_FALSE(short_lost);
+}
+
 TEST_CASE("engine/once: a hand-built context with a lease under 2 ms is refused, not spun on", "[engine]") {
   idem::memory_store store;
   idem::engine engine(store);
