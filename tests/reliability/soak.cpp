@@ -624,7 +624,9 @@ std::string run(const std::string& name, store& backing, const store_probe& prob
        << " heartbeat-extended actions completed, " << c.short_records << " short-ttl records, purged " << purged
        << " (all phases; " << all.purges << " explicit calls " << all.explicit_purged << ", scheduled " << sh.scheduled_purged.load() << "), "
         << completed_keys << " keys completed (" << verified.replays << " replayed at the end), " << double_runs << " run twice ("
-       << unexplained << " unexplained); heap " << mib(warm.heap) << " -> " << mib(end.heap) << " MiB";
+       << unexplained << " unexplained); heap ";
+  if (!warm.heap) line << "not measured (sanitizer allocator)";
+  if (warm.heap) line << mib(warm.heap) << " -> " << mib(end.heap) << " MiB";
   if (warm.heap)
     line << " (" << (heap_growth >= 0 ? "+" : "") << kib(heap_growth) << ", bound "
          << kib(static_cast<std::ptrdiff_t>(heap_bound)) << ")";
