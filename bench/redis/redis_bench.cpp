@@ -52,11 +52,17 @@
 #include <idem/redis_store.hpp>
 
 #include "scripts.hpp"  // runtime/redis: the store's scripts, for the raw-idem row
+#include "bench_support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using idem::bench::clock_type;
+using idem::bench::measure;
+using idem::bench::percentile;
+using idem::bench::raw_client;
+using idem::bench::run_id;
+using idem::bench::sample;
 
 struct receipt {
   bool ok = false;
@@ -75,56 +81,6 @@ struct settings {
   std::string only;
 };
 
-// One phase's measurement.
-struct sample {
-  double ops_per_second = 0;
-  double p50_us = 0;
-  double p99_us = 0;
-};
-
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
-// Runs `call(thread, i)` for i in [0, calls) on each of `threads` threads and measures it.
-sample measure(int threads, int calls, const std::function<void(int, int)>& call) {
-  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
-  std::vector<clock_type::time_point> began(static_cast<std::size_t>(threads));
-  std::vector<clock_type::time_point> ended(static_cast<std::size_t>(threads));
-  std::barrier start(threads);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      const auto me = static_cast<std::size_t>(t);
-      auto& mine = latencies[me];
-      mine.reserve(static_cast<std::size_t>(calls));
-      start.arrive_and_wait();
-      began[me] = clock_type::now();
-      for (int i = 0; i < calls; ++i) {
-        const auto before = clock_type::now();
-        call(t, i);
-        mine.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - before).count());
-      }
-      ended[me] = clock_type::now();
-    });
-  }
-  for (auto& w : workers) w.join();
-  // From the first thread's start to the last thread's end.
-  const double seconds =
-      std::chrono::duration<double>(*std::max_element(ended.begin(), ended.end()) -
-                                    *std::min_element(began.begin(), began.end()))
-          .count();
-  std::vector<double> all;
-  for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
-  sample s;
-  s.ops_per_second = static_cast<double>(threads) * calls / seconds;
-  s.p50_us = percentile(all, 0.50);
-  s.p99_us = percentile(all, 0.99);
-  return s;
-}
-
 sample median_of(std::vector<sample> runs) {
   std::sort(runs.begin(), runs.end(), [](const sample& a, const sample& b) { return a.ops_per_second < b.ops_per_second; });
   return runs[runs.size() / 2];
@@ -136,54 +92,11 @@ void report(const std::string& row, int threads, const std::string& phase, const
   std::fflush(stdout);
 }
 
-std::string run_id() { return idem::lease_token::generate().to_string().substr(0, 10); }
-
 // --- raw floor ---------------------------------------------------------------------------------
-
-class raw_client {
- public:
-  raw_client(const settings& s) {
-    timeval tv{2, 0};
-    c_ = redisConnectWithTimeout(s.host.c_str(), s.port, tv);
-    if (c_ == nullptr || c_->err != 0) throw std::runtime_error("cannot connect to redis");
-  }
-  ~raw_client() { redisFree(c_); }
-  raw_client(const raw_client&) = delete;
-  raw_client& operator=(const raw_client&) = delete;
-  // SCRIPT LOAD `source`; returns its digest.
-  std::string load(const std::string& source) {
-    auto* reply = static_cast<redisReply*>(redisCommand(c_, "SCRIPT LOAD %b", source.data(), source.size()));
-    if (reply == nullptr || reply->type != REDIS_REPLY_STRING) throw std::runtime_error("SCRIPT LOAD failed");
-    std::string sha(reply->str, reply->len);
-    freeReplyObject(reply);
-    return sha;
-  }
-  // Runs one command; returns its reply's text ("" when it is not a string). Throws on an error.
-  std::string command(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lens;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    auto* reply = static_cast<redisReply*>(redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-    if (reply == nullptr) throw std::runtime_error("redis command failed");
-    const bool failed = reply->type == REDIS_REPLY_ERROR;
-    std::string text = reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS
-                           ? std::string(reply->str, reply->len)
-                           : std::string();
-    freeReplyObject(reply);
-    if (failed) throw std::runtime_error("redis answered an error: " + text);
-    return text;
-  }
-
- private:
-  redisContext* c_;
-};
 
 void bench_raw(const settings& s, int threads, bool scripted) {
   std::vector<std::unique_ptr<raw_client>> clients;
-  for (int t = 0; t < threads; ++t) clients.push_back(std::make_unique<raw_client>(s));
+  for (int t = 0; t < threads; ++t) clients.push_back(std::make_unique<raw_client>(s.host, s.port));
   const std::string value = R"({"ok":true,"order_id":"o-1","amount":42})";
   std::string claim_sha, set_sha, get_sha;
   if (scripted) {
@@ -228,7 +141,7 @@ void bench_raw(const settings& s, int threads, bool scripted) {
 void bench_raw_idem(const settings& s, int threads) {
   const auto& scripts = idem::detail::redis::scripts();
   std::vector<std::unique_ptr<raw_client>> clients;
-  for (int t = 0; t < threads; ++t) clients.push_back(std::make_unique<raw_client>(s));
+  for (int t = 0; t < threads; ++t) clients.push_back(std::make_unique<raw_client>(s.host, s.port));
   clients[0]->load(std::string(scripts.acquire.source));
   clients[0]->load(std::string(scripts.complete.source));
   // What encode_payload makes of the store row's payload.
@@ -296,7 +209,7 @@ double server_usec_per_call(raw_client& c, const std::string& command) {
 
 void bench_server_cost(const settings& s) {
   const auto& scripts = idem::detail::redis::scripts();
-  raw_client c(s);
+  raw_client c(s.host, s.port);
   c.load(std::string(scripts.acquire.source));
   c.load(std::string(scripts.complete.source));
   c.load(std::string(scripts.release.source));

@@ -55,11 +55,17 @@
 #include "hash_slot.hpp"     // runtime/redis: the slot of a key, for the cluster-raw row
 #include "record_codec.hpp"  // runtime/redis: encode_payload, what the complete script stores
 #include "scripts.hpp"       // runtime/redis: the store's scripts
+#include "bench_support.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
+using idem::bench::clock_type;
+using idem::bench::measure;
+using idem::bench::percentile;
+using idem::bench::raw_client;
+using idem::bench::run_id;
+using idem::bench::sample;
 namespace rd = idem::detail::redis;
 
 struct address {
@@ -84,103 +90,13 @@ struct settings {
   std::string only;
 };
 
-struct sample {
-  double ops_per_second = 0;
-  double p50_us = 0;
-  double p99_us = 0;
-};
-
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
-}
-
-// Runs `call(thread, i)` for i in [0, calls) on each of `threads` threads and measures it: from the
-// first thread's start to the last thread's end.
-sample measure(int threads, int calls, const std::function<void(int, int)>& call) {
-  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(threads));
-  std::vector<clock_type::time_point> began(static_cast<std::size_t>(threads));
-  std::vector<clock_type::time_point> ended(static_cast<std::size_t>(threads));
-  std::barrier start(threads);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      const auto me = static_cast<std::size_t>(t);
-      auto& mine = latencies[me];
-      mine.reserve(static_cast<std::size_t>(calls));
-      start.arrive_and_wait();
-      began[me] = clock_type::now();
-      for (int i = 0; i < calls; ++i) {
-        const auto before = clock_type::now();
-        call(t, i);
-        mine.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - before).count());
-      }
-      ended[me] = clock_type::now();
-    });
-  }
-  for (auto& w : workers) w.join();
-  const double seconds = std::chrono::duration<double>(*std::max_element(ended.begin(), ended.end()) -
-                                                       *std::min_element(began.begin(), began.end()))
-                             .count();
-  std::vector<double> all;
-  for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
-  sample s;
-  s.ops_per_second = static_cast<double>(threads) * calls / seconds;
-  s.p50_us = percentile(all, 0.50);
-  s.p99_us = percentile(all, 0.99);
-  return s;
-}
-
 void report(const std::string& row, int threads, const std::string& phase, const sample& s, int rep) {
   std::printf("RESULT %s %d %s %.0f %.1f %.1f %d\n", row.c_str(), threads, phase.c_str(), s.ops_per_second, s.p50_us,
               s.p99_us, rep);
   std::fflush(stdout);
 }
 
-std::string run_id() {
-  return idem::lease_token::generate().to_string().substr(0, 10);
-}
-
 // --- bare hiredis --------------------------------------------------------------------------------
-
-class raw_client {
- public:
-  explicit raw_client(const address& a) {
-    timeval tv{2, 0};
-    c_ = redisConnectWithTimeout(a.host.c_str(), a.port, tv);
-    if (c_ == nullptr || c_->err != 0) throw std::runtime_error("cannot connect to redis at " + a.text());
-  }
-  ~raw_client() { redisFree(c_); }
-  raw_client(const raw_client&) = delete;
-  raw_client& operator=(const raw_client&) = delete;
-
-  // Runs one command; returns its reply's text ("" when it is not a string). Throws on an error
-  // reply (a MOVED included: the row would be measuring a wrong route).
-  std::string command(std::initializer_list<std::string_view> args) {
-    const char* argv[16];
-    std::size_t lens[16];
-    if (args.size() > 16) throw std::runtime_error("too many arguments");
-    int n = 0;
-    for (std::string_view a : args) {
-      argv[n] = a.data();
-      lens[n] = a.size();
-      ++n;
-    }
-    auto* reply = static_cast<redisReply*>(redisCommandArgv(c_, n, argv, lens));
-    if (reply == nullptr) throw std::runtime_error("redis command failed");
-    const bool failed = reply->type == REDIS_REPLY_ERROR;
-    std::string text = reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS || failed
-                           ? std::string(reply->str, reply->len)
-                           : std::string();
-    freeReplyObject(reply);
-    if (failed) throw std::runtime_error("redis answered an error: " + text);
-    return text;
-  }
-
- private:
-  redisContext* c_;
-};
 
 // The masters of a cluster and which of them serves each slot, from CLUSTER NODES on the first seed.
 struct slot_map {
@@ -189,7 +105,7 @@ struct slot_map {
 };
 
 slot_map learn_slot_map(const address& seed) {
-  raw_client c(seed);
+  raw_client c(seed.host, seed.port);
   const std::string nodes = c.command({"CLUSTER", "NODES"});
   slot_map map;
   std::size_t at = 0;
@@ -284,7 +200,7 @@ class raw_row final : public row {
     }
     clients_.resize(static_cast<std::size_t>(threads));
     for (auto& mine : clients_) {
-      for (const address& m : map_.masters) mine.push_back(std::make_unique<raw_client>(m));
+      for (const address& m : map_.masters) mine.push_back(std::make_unique<raw_client>(m.host, m.port));
     }
     for (auto& c : clients_[0]) {
       c->command({"SCRIPT", "LOAD", scripts_.acquire.source});
@@ -385,7 +301,7 @@ struct command_count {
 class server_counter {
  public:
   server_counter(std::vector<address> servers) {
-    for (const address& a : servers) clients_.push_back(std::make_unique<raw_client>(a));
+    for (const address& a : servers) clients_.push_back(std::make_unique<raw_client>(a.host, a.port));
   }
   command_count read() {
     command_count sum;
