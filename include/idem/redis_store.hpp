@@ -83,6 +83,8 @@ struct redis_store_statistics {
   std::uint64_t cache_hits = 0;        // try_acquire answered by the local cache
   std::uint64_t connections_opened = 0;  // command connections opened
   std::uint64_t wakeups = 0;           // pub/sub messages received by the subscriber connection
+  std::uint64_t subscriber_connects = 0;  // subscriber connections opened (one per server with
+                                          // waiters, and again after each drop)
   std::uint64_t message_answers = 0;   // waiters answered from a completion message, no round trip
   std::uint64_t redirections = 0;      // cluster: MOVED and ASK answers followed
   std::uint64_t cluster_retries = 0;   // cluster: TRYAGAIN and CLUSTERDOWN answers retried

@@ -836,6 +836,7 @@ redis_store_statistics redis_store::statistics() const noexcept {
   s.cache_hits = impl_->cache_hits.load(std::memory_order_relaxed);
   s.connections_opened = impl_->topo.connections_opened();
   s.wakeups = impl_->topo.messages();
+  s.subscriber_connects = impl_->topo.subscriber_connects();
   s.message_answers = impl_->message_answers.load(std::memory_order_relaxed);
   s.redirections = impl_->redirections.load(std::memory_order_relaxed);
   s.cluster_retries = impl_->cluster_retries.load(std::memory_order_relaxed);

@@ -119,6 +119,7 @@ void subscriber::run() noexcept {
       continue;
     }
     failures = 0;
+    connects_.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard lock(mutex_);
       dirty_ = true;  // (re)subscribe everything that has waiters

@@ -82,6 +82,8 @@ class subscriber {
   };
 
   std::uint64_t messages() const noexcept { return messages_.load(std::memory_order_relaxed); }
+  // Connections opened (the first, and one after each drop).
+  std::uint64_t connects() const noexcept { return connects_.load(std::memory_order_relaxed); }
 
  private:
   void run() noexcept;
@@ -108,6 +110,7 @@ class subscriber {
   bool stop_ = false;
   std::thread thread_;
   std::atomic<std::uint64_t> messages_{0};
+  std::atomic<std::uint64_t> connects_{0};
 };
 
 }  // namespace idem::detail::redis

@@ -221,6 +221,13 @@ std::uint64_t topology::connections_opened() const noexcept {
   return sum;
 }
 
+std::uint64_t topology::subscriber_connects() const noexcept {
+  std::lock_guard lock(mutex_);
+  std::uint64_t sum = 0;
+  for (const auto& n : nodes_) sum += n->hub.connects();
+  return sum;
+}
+
 std::uint64_t topology::messages() const noexcept {
   std::lock_guard lock(mutex_);
   std::uint64_t sum = 0;

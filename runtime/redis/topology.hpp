@@ -76,6 +76,7 @@ class topology {
   // Command connections opened and pub/sub messages received, summed over every node.
   std::uint64_t connections_opened() const noexcept;
   std::uint64_t messages() const noexcept;
+  std::uint64_t subscriber_connects() const noexcept;
 
   // The shortest time between two refreshes that are not forced.
   static constexpr std::chrono::milliseconds refresh_interval{20};
