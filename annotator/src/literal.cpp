@@ -67,8 +67,15 @@ std::optional<std::string> decode_string_literal(std::string_view text, const so
     const std::size_t open = text.find('(', i);
     if (open == std::string_view::npos) return std::string("is a malformed raw string literal");
     const std::string_view delimiter = text.substr(i + 1, open - i - 1);
-    if (text.size() < open + delimiter.size() + 3) return std::string("is a malformed raw string literal");
+    // A delimiter is at most 16 characters, none of them a space, a parenthesis, a backslash or a
+    // control character; the literal ends with ')', the delimiter again and the quote.
+    const bool delimiter_ok =
+        delimiter.size() <= 16 && delimiter.find_first_of(" ()\\\t\v\f\n\r") == std::string_view::npos;
+    if (!delimiter_ok || text.size() < open + delimiter.size() + 3)
+      return std::string("is a malformed raw string literal");
     const std::size_t close = text.size() - 1 - delimiter.size() - 1;  // the ')' before delimiter and quote
+    if (text[close] != ')' || text.substr(close + 1, delimiter.size()) != delimiter)
+      return std::string("is a malformed raw string literal");
     for (std::size_t k = open + 1; k < close; ++k) {
       value += text[k];
       characters.push_back(position_at(k));
@@ -82,6 +89,7 @@ std::optional<std::string> decode_string_literal(std::string_view text, const so
     const source_position here = position_at(i);
     const std::size_t before = value.size();
     char c = text[i];
+    if (c == '"' || c == '\n') return std::string("is not a complete string literal");
     if (c != '\\') {
       value += c;
       ++i;

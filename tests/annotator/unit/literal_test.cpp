@@ -66,3 +66,18 @@ TEST_CASE("literal: raw and u8 literals, but no wide ones", "[annotator][literal
   CHECK(decode(R"(u8"id")").value == "id");
   CHECK(decode(R"(L"id")").problem == "must be an ordinary string literal, not a wide one");
 }
+
+// Found by the literal fuzz target (tests/fuzz/corpus/literal/found-unescaped-quote): text that
+// is not one complete literal was decoded as if it were. Clang never hands such text over; the
+// decoder refuses it anyway instead of inventing a value.
+TEST_CASE("literal: text that is not one complete literal is refused", "[annotator][literal]") {
+  CHECK(decode(R"(""e")").problem);         // two literals side by side
+  CHECK(decode("\"a\nb\"").problem);          // an ordinary literal across a newline
+  CHECK(decode(R"--(R"ab(x")--").problem);  // a raw literal without ')' and its delimiter
+  CHECK(decode(R"--(R"ab(x)ba")--").problem);  // ... or with another delimiter
+  CHECK(decode(R"--(R"a b(x)a b")--").problem);  // a delimiter with a space
+  CHECK(decode(R"--(R"12345678901234567(x)12345678901234567")--").problem);  // longer than 16
+  const decoded ok = decode(R"--(R"ab(x)")ab")--");  // ')"' inside a raw literal is text
+  REQUIRE_FALSE(ok.problem);
+  CHECK(ok.value == R"--(x)")--");
+}
