@@ -187,7 +187,8 @@ struct redis_store::impl {
   // map is patched and refreshed) and ASK (ASKING is pipelined before the script on the importing
   // node), at most max_redirections times, retries TRYAGAIN and CLUSTERDOWN with a growing pause
   // until command_timeout has passed since the first of them, and after a node could not be
-  // reached retries once when a fresh slot map names another owner (a failover). Returns the
+  // reached retries once when a fresh slot map names another owner (a failover). A command that
+  // was sent and not answered is not retried, but the slot map is refreshed for the next call. Returns the
   // script's reply (never an error reply) and WAIT's count.
   struct outcome {
     rd::reply_ptr reply;
@@ -230,6 +231,7 @@ struct redis_store::impl {
         auto conn = node->pool.take();
         conn->exchange(std::span(commands.data(), n), std::span(replies.data(), n), with_wait);
       } catch (const rd::io_failure& e) {
+        rd::topology::note_failure(*node);
         if (topo.cluster() && !e.outcome_unknown() && !rerouted) {
           // The node may be gone and its slots served by a promoted replica: ask the cluster.
           rerouted = true;
@@ -242,6 +244,13 @@ struct redis_store::impl {
           if (node != before) {
             asking = false;
             continue;
+          }
+        } else if (topo.cluster()) {
+          // Not retried (it may have taken effect), but the next call should not go to a node
+          // that has been replaced meanwhile (a frozen master's promoted replica).
+          try {
+            topo.refresh();
+          } catch (const rd::io_failure&) {
           }
         }
         unavailable(t, node, e);

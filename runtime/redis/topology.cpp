@@ -124,6 +124,11 @@ void topology::load_locked() {
     if (parse_address(seed, host, port)) add(&node_at_locked(host, port));
   }
   for (const auto& n : nodes_) add(n.get());
+  // Nodes whose connections failed within the last few seconds go last, in their order.
+  const std::int64_t recent =
+      (std::chrono::steady_clock::now() - std::chrono::seconds(5)).time_since_epoch().count();
+  std::stable_partition(candidates.begin(), candidates.end(),
+                        [&](const node* n) { return n->failed_at.load(std::memory_order_relaxed) < recent; });
 
   std::string last_failure = "no node to ask";
   for (node* n : candidates) {
@@ -145,6 +150,7 @@ void topology::load_locked() {
       loaded_.store(true, std::memory_order_release);
       return;
     } catch (const io_failure& e) {
+      note_failure(*n);
       last_failure = n->address + ": " + e.what();
     }
   }
@@ -192,6 +198,10 @@ bool topology::apply_shards_locked(const redisReply& shards) {
   }
   for (std::size_t i = 0; i < map.size(); ++i) slots_[i].store(map[i], std::memory_order_release);
   return true;
+}
+
+void topology::note_failure(node& n) noexcept {
+  n.failed_at.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 std::vector<node*> topology::masters() {

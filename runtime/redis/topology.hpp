@@ -30,6 +30,9 @@ struct node {
   const std::string address;  // "host:port"
   connection_pool pool;
   subscriber hub;
+  // When a connection to the node last failed (steady clock ticks; 0 = never): a slot-map refresh
+  // asks such nodes last, so that a dead master does not cost every refresh a connect timeout.
+  std::atomic<std::int64_t> failed_at{0};
 };
 
 // idem::detail::redis::topology
@@ -66,6 +69,9 @@ class topology {
   // Asks the cluster for the slot map again unless that was done within refresh_interval (or
   // `force`). No-op when standalone. Throws io_failure when no node answers.
   void refresh(bool force = false);
+
+  // A connection to `n` failed: later refreshes ask it after the nodes that did not fail lately.
+  static void note_failure(node& n) noexcept;
 
   // The nodes that serve slots (standalone: the one node). Loads the slot map on first use.
   std::vector<node*> masters();

@@ -487,3 +487,43 @@ TEST_CASE("CLUSTERDOWN is retried within command_timeout, then store_unavailable
                                       << options.command_timeout.count() << " ms), "
                                       << store.statistics().cluster_retries << " retries");
 }
+
+// A master freezes (SIGSTOP: it accepts connections and answers nothing, as behind a partition);
+// the cluster promotes its replica. A call sent to the frozen master times out as
+// outcome_unknown_error; the store then asks the cluster for the slot map, so a later call goes
+// to the promoted replica without the frozen master ever answering again.
+TEST_CASE("failover of a frozen master: after a timeout the store follows the promoted replica") {
+  cluster c;  // a private cluster: a master freezes
+  auto options = c.options(unique_prefix("frozen"));
+  options.command_timeout = 300ms;
+  idem::redis_store store(options);
+  const node_info victim = c.master_of(0);
+  const idem::identity id = identities_on(store, victim, "Frozen.run", 1).front();
+  REQUIRE(std::holds_alternative<idem::acquired>(store.try_acquire(make_context({"Frozen.warm", "w"}))));
+  const int slot = slot_of(store, id);
+  REQUIRE(::kill(c.pid_of(victim.port), SIGSTOP) == 0);
+  // Wait (bounded) until another master reports the slot served by the promoted replica.
+  REQUIRE(eventually(
+      [&] {
+        try {
+          return c.master_of(slot, victim.address).id != victim.id;
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      30s));
+  int timeouts = 0;
+  bool served = false;
+  for (int call = 0; call < 20 && !served; ++call) {
+    try {
+      served = std::holds_alternative<idem::acquired>(store.try_acquire(make_context(id)));
+    } catch (const idem::outcome_unknown_error&) {
+      ++timeouts;  // sent to the frozen master
+    } catch (const idem::store_unavailable_error&) {
+    }
+  }
+  CHECK(served);
+  CHECK(timeouts <= 1);  // one call learns that the master is gone; the next one goes elsewhere
+  ::kill(c.pid_of(victim.port), SIGCONT);
+  WARN("frozen master: " << timeouts << " call(s) timed out before the store followed the promoted replica");
+}
