@@ -127,8 +127,14 @@ void topology::load_locked() {
   // Nodes whose connections failed within the last few seconds go last, in their order.
   const std::int64_t recent =
       (std::chrono::steady_clock::now() - std::chrono::seconds(5)).time_since_epoch().count();
-  std::stable_partition(candidates.begin(), candidates.end(),
-                        [&](const node* n) { return n->failed_at.load(std::memory_order_relaxed) < recent; });
+  std::vector<node*> ordered;
+  ordered.reserve(candidates.size());
+  for (const bool failed_lately : {false, true}) {
+    for (node* n : candidates) {
+      if ((n->failed_at.load(std::memory_order_relaxed) >= recent) == failed_lately) ordered.push_back(n);
+    }
+  }
+  candidates.swap(ordered);
 
   std::string last_failure = "no node to ask";
   for (node* n : candidates) {
