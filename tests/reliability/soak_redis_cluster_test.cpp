@@ -3,7 +3,6 @@
 // (deleted from every master at the end). Sockets: a command pool per master opens lazily up to
 // pool_size, and a subscriber connection per master with waiters; none may be replaced.
 #include <catch2/catch.hpp>
-#include <hiredis/hiredis.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include <idem/redis_store.hpp>
 
 #include "reliability/soak.hpp"
+#include "reliability/soak_redis_cleanup.hpp"
 
 namespace {
 
@@ -42,29 +42,7 @@ std::pair<std::string, int> split(const std::string& node) {
 void delete_prefix(const std::vector<std::string>& nodes, const std::string& prefix) {
   for (const std::string& node : nodes) {
     const auto [host, port] = split(node);
-    redisContext* c = redisConnect(host.c_str(), port);
-    if (c == nullptr || c->err != 0) {
-      if (c != nullptr) redisFree(c);
-      continue;
-    }
-    std::string cursor = "0";
-    const std::string pattern = prefix + "*";
-    do {
-      auto* reply =
-          static_cast<redisReply*>(redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor.c_str(), pattern.c_str()));
-      if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-        if (reply != nullptr) freeReplyObject(reply);
-        break;
-      }
-      cursor = reply->element[0]->str;
-      const redisReply* keys = reply->element[1];
-      for (std::size_t i = 0; i < keys->elements; ++i) {
-        auto* r = static_cast<redisReply*>(redisCommand(c, "UNLINK %b", keys->element[i]->str, keys->element[i]->len));
-        if (r != nullptr) freeReplyObject(r);
-      }
-      freeReplyObject(reply);
-    } while (cursor != "0");
-    redisFree(c);
+    idem::soak::delete_prefix(host, port, prefix);
   }
 }
 

@@ -2,7 +2,6 @@
 // fixture's server, under a prefix of its own (deleted at the end). Sockets: command connections
 // open lazily up to pool_size and must never be replaced; the subscriber connection stays one.
 #include <catch2/catch.hpp>
-#include <hiredis/hiredis.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include <idem/redis_store.hpp>
 
 #include "reliability/soak.hpp"
+#include "reliability/soak_redis_cleanup.hpp"
 
 namespace {
 
@@ -27,32 +27,6 @@ std::pair<std::string, int> fixture_address() {
   const auto colon = line.rfind(':');
   if (colon == std::string::npos) throw std::runtime_error("malformed redis address " + line);
   return {line.substr(0, colon), std::stoi(line.substr(colon + 1))};
-}
-
-// Deletes every key under `prefix` (records and anything else the run left).
-void delete_prefix(const std::string& host, int port, const std::string& prefix) {
-  redisContext* c = redisConnect(host.c_str(), port);
-  if (c == nullptr || c->err != 0) {
-    if (c != nullptr) redisFree(c);
-    return;
-  }
-  std::string cursor = "0";
-  const std::string pattern = prefix + "*";
-  do {
-    auto* reply = static_cast<redisReply*>(redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor.c_str(), pattern.c_str()));
-    if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-      if (reply != nullptr) freeReplyObject(reply);
-      break;
-    }
-    cursor = reply->element[0]->str;
-    const redisReply* keys = reply->element[1];
-    for (std::size_t i = 0; i < keys->elements; ++i) {
-      auto* r = static_cast<redisReply*>(redisCommand(c, "UNLINK %b", keys->element[i]->str, keys->element[i]->len));
-      if (r != nullptr) freeReplyObject(r);
-    }
-    freeReplyObject(reply);
-  } while (cursor != "0");
-  redisFree(c);
 }
 
 }  // namespace
@@ -76,5 +50,5 @@ TEST_CASE("redis_store: bounded mixed traffic leaks nothing and runs no complete
     };
     idem::soak::run("redis_store", store, probe, idem::soak::settings::from_environment());
   }
-  delete_prefix(host, port, prefix);
+  idem::soak::delete_prefix(host, port, prefix);
 }
