@@ -49,10 +49,13 @@ struct endpoint {
   std::string describe() const;
 };
 
-// A command as argv: views into bytes the caller keeps alive until the command was sent.
+// A command as argv: views into bytes the caller keeps alive until the command was sent. A
+// default-constructed command allocates nothing (an unused slot of a pipeline costs nothing);
+// `command(n)` makes room for n arguments at once.
 class command {
  public:
-  command() { reserve(12); }
+  command() = default;
+  explicit command(std::size_t arguments) { reserve(arguments); }
   void reserve(std::size_t n) {
     args_.reserve(n);
     lengths_.reserve(n);

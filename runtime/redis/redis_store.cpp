@@ -211,10 +211,10 @@ struct redis_store::impl {
     std::optional<steady::time_point> retry_until;
     milliseconds pause{2};
     for (;;) {
-      std::array<rd::command, 3> commands;
+      std::array<rd::command, 3> commands;  // [ASKING] script [WAIT]; unused ones allocate nothing
       std::array<rd::reply_ptr, 3> replies;
       std::size_t n = 0;
-      if (asking) commands[n++].arg("ASKING");
+      if (asking) (commands[n++] = rd::command(1)).arg("ASKING");
       const std::size_t script_at = n;
       rd::command& cmd = commands[n++];
       cmd.reserve(3 + keys.size() + args.size());
@@ -226,7 +226,7 @@ struct redis_store::impl {
       cmd.arg(numkeys.view());
       for (std::string_view k : keys) cmd.arg(k);
       for (std::string_view a : args) cmd.arg(a);
-      if (with_wait) commands[n++].arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
+      if (with_wait) (commands[n++] = rd::command(3)).arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
       try {
         auto conn = node->pool.take();
         conn->exchange(std::span(commands.data(), n), std::span(replies.data(), n), with_wait);
