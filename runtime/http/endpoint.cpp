@@ -143,6 +143,15 @@ response problem(int status, std::string_view title, std::string_view detail) {
   return response{status, {{"Content-Type", "application/problem+json"}}, body.dump()};
 }
 
+namespace {
+
+// The answer when the handler threw: its record was released, so the same key may be retried.
+response handler_failed() {
+  return problem(500, "Internal error", "The request failed and may be retried with the same key.");
+}
+
+}  // namespace
+
 endpoint::endpoint(engine& eng, endpoint_options options) : engine_(eng), options_(std::move(options)) {
   if (std::string why = scope_problem(options_.scope); !why.empty())
     throw configuration_error("endpoint scope: " + why);
@@ -266,7 +275,7 @@ response endpoint::run(const claim& c, const request_view& request, detail::func
     const std::string what = replace_all(e.what(), c.key, ctx->id.masked_key());
     if (handler_threw) {
       report(log_level::error, record() + ": the handler threw (record released, answered 500): " + what);
-      return problem(500, "Internal error", "The request failed and may be retried with the same key.");
+      return handler_failed();
     }
     if (ran) {
       report(log_level::error, record() + ": the handler answered but its response could not be recorded: " + what);
@@ -277,7 +286,7 @@ response endpoint::run(const claim& c, const request_view& request, detail::func
   } catch (...) {
     if (handler_threw) {
       report(log_level::error, record() + ": the handler threw a non-std exception (record released, answered 500)");
-      return problem(500, "Internal error", "The request failed and may be retried with the same key.");
+      return handler_failed();
     }
     report(log_level::error, record() + ": unknown failure");
     return problem(500, "Internal error", "The request could not be processed.");
