@@ -111,8 +111,7 @@ idem::http::httplib_handler counting(std::atomic<int>& runs) {
 TEST_CASE("first call runs, a retry replays status, headers and body with Idempotent-Replayed", "[http]") {
   rig t;
   idem::http::guard(t.http.server, "POST", "/things", t.engine, t.options(), counting(t.runs));
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
 
   auto first = c.Post("/things", key_header("\"k-1\""), "{\"a\":1}", "application/json");
   REQUIRE(first);
@@ -137,8 +136,7 @@ TEST_CASE("first call runs, a retry replays status, headers and body with Idempo
 TEST_CASE("the record is complete before the client sees the response", "[http]") {
   rig t;
   idem::http::guard(t.http.server, "POST", "/things", t.engine, t.options(), counting(t.runs));
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto r = c.Post("/things", key_header("done-first"), "x", "text/plain");
   REQUIRE(r);
   REQUIRE(r->status == 201);
@@ -153,8 +151,7 @@ TEST_CASE("missing key: 400 problem when required, unguarded pass-through when n
   auto optional = t.options("Test.optional");
   optional.protocol.key_required = false;
   idem::http::guard(t.http.server, "POST", "/optional", t.engine, optional, counting(t.runs));
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
 
   auto missing = c.Post("/required", "{}", "application/json");
   REQUIRE(missing);
@@ -182,8 +179,7 @@ TEST_CASE("missing key: 400 problem when required, unguarded pass-through when n
 TEST_CASE("invalid keys get 400 and no response ever contains the key", "[http]") {
   rig t;
   idem::http::guard(t.http.server, "POST", "/things", t.engine, t.options(), counting(t.runs));
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   const std::string secret = "top-secret-key";
   for (const std::string& value : {std::string("\"\""), "\"" + secret, "\"" + secret + "\"tail", secret + " " + secret,
                                    "\"" + std::string(256, 'k') + "\"", secret + std::string(250, 'k')}) {
@@ -207,8 +203,7 @@ TEST_CASE("a configured header name replaces Idempotency-Key", "[http]") {
   auto o = t.options();
   o.protocol.key_header = "X-Request-Key";
   idem::http::guard(t.http.server, "POST", "/things", t.engine, o, counting(t.runs));
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto plain = c.Post("/things", key_header("k"), "x", "text/plain");
   REQUIRE(plain);
   CHECK(plain->status == 400);
@@ -239,8 +234,7 @@ TEST_CASE("same key with a different method, target or body is 422, and a custom
     return std::string(body.substr(0, body.find('\n')));
   };
   idem::http::guard(t.http.server, "POST", "/loose", t.engine, loose, counting(t.runs));
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
 
   REQUIRE(c.Post("/things", key_header("fp"), "amount=1", "text/plain")->status == 201);
   auto body = c.Post("/things", key_header("fp"), "amount=2", "text/plain");
@@ -499,8 +493,7 @@ TEST_CASE("replay keeps multi-value headers in order, drops credentials, connect
                       res.headers.emplace("ETag", "\"v1\"");
                       res.set_content("ok", "text/plain");
                     });
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto a = c.Post("/h", key_header("hdr"), "x", "text/plain");
   REQUIRE(a);
   CHECK(a->status == 202);
@@ -535,8 +528,7 @@ TEST_CASE("a replacement sanitiser decides what is stored", "[http]") {
     res.headers.emplace("X-Internal", "dropped");
     res.set_content("s", "text/plain");
   });
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   REQUIRE(c.Post("/s", key_header("san"), "x", "text/plain"));
   auto b = c.Post("/s", key_header("san"), "x", "text/plain");
   REQUIRE(b);
@@ -552,8 +544,7 @@ TEST_CASE("a handler that throws: 500 problem without its message, record releas
                       if (fail.exchange(false)) throw std::runtime_error("database said no for key flaky-key-1");
                       counting(t.runs)(req, res);
                     });
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto a = c.Post("/flaky", key_header("flaky-key-1"), "x", "text/plain");
   REQUIRE(a);
   CHECK(a->status == 500);
@@ -584,8 +575,7 @@ TEST_CASE("a 5xx answer is released by default so a retry can succeed, and store
   auto stored = t.options("Test.stored");
   stored.protocol.store_server_errors = true;
   idem::http::guard(t.http.server, "POST", "/stored", t.engine, stored, handler);
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
 
   auto a = c.Post("/released", key_header("5xx"), "x", "text/plain");
   REQUIRE(a);
@@ -616,8 +606,7 @@ TEST_CASE("a 4xx answer is stored and replayed", "[http]") {
     res.status = 409;
     res.set_content("{\"error\":\"insufficient funds\"}", "application/json");
   });
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto a = c.Post("/v", key_header("4xx"), "x", "text/plain");
   auto b = c.Post("/v", key_header("4xx"), "x", "text/plain");
   REQUIRE(a);
@@ -692,8 +681,7 @@ TEST_CASE("two tenants sending the same key never see each other's responses", "
     return v.empty() ? std::string() : std::string(v.front());
   };
   idem::http::guard(t.http.server, "POST", "/t", t.engine, o, counting(t.runs));
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto with = [](const std::string& tenant) { return httplib::Headers{{"Idempotency-Key", "shared"}, {"X-Tenant", tenant}}; };
   auto alice = c.Post("/t", with("alice"), "x", "text/plain");
   auto bob = c.Post("/t", with("bob"), "x", "text/plain");
@@ -780,8 +768,7 @@ TEST_CASE("route<&C::m> reads scope and options from the policy, which is regist
   for (const auto& p : idem::detail::registered_policies())
     if (p.function == "OrderController::place") found = p.http_endpoint;
   CHECK(found);
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto a = c.Post("/orders", key_header("o-1"), "3 books", "text/plain");
   auto b = c.Post("/orders", key_header("o-1"), "3 books", "text/plain");
   REQUIRE(a);
@@ -821,8 +808,7 @@ TEST_CASE("a streamed answer cannot be recorded: 500, record released", "[http]"
                       }
                       res.set_content("whole", "text/plain");
                     });
-  t.http.start();
-  auto c = t.http.client();
+  auto c = t.http.serve();
   auto a = c.Post("/stream", key_header("st"), "x", "text/plain");
   REQUIRE(a);
   CHECK(a->status == 500);

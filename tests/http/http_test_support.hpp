@@ -53,6 +53,12 @@ class test_server {
     return c;
   }
 
+  // start(), then a client of it: what most cases begin with.
+  httplib::Client serve() {
+    start();
+    return client();
+  }
+
   int port() const noexcept { return port_; }
 
   httplib::Server server;

@@ -77,8 +77,7 @@ TEST_CASE("http: no answer and no log line reveals the key", "[privacy]") {
   unreachable_store gone;
   idem::engine gone_engine{gone, idem::config{.purge_interval = 0ms}, hooks_for(t)};
   idem::http::guard(http.server, "POST", "/unreachable", gone_engine, options("Privacy.unreachable"), created);
-  http.start();
-  auto client = http.client();
+  auto client = http.serve();
   const std::string key(secret);
 
   record(t, "first call", client.Post("/things", with_key(key), "{\"n\":1}", "application/json"), 201);
