@@ -244,6 +244,29 @@ bool claimable(idem::store& store, const idem::context& ctx) {
   }
 }
 
+// Takes a claim so that the store's pool holds exactly one connection, and returns the pid of the
+// server process behind it: the next statement goes to it.
+pid_t warm_one_backend(idem::store& store, const std::string& conninfo) {
+  auto warm = idem::context{.id = {"Fault.frozen", "warm"}, .lease = milliseconds(5000), .wait = milliseconds(0)};
+  REQUIRE(std::holds_alternative<idem::acquired>(store.try_acquire(warm)));
+  const std::vector<pid_t> backends = pool_backends(conninfo);
+  REQUIRE(backends.size() == 1);
+  return backends.front();
+}
+
+// A claim sent to a frozen server: true when it failed with outcome_unknown_error naming
+// try_acquire, false for a plain store_unavailable_error.
+bool claim_is_outcome_unknown(idem::store& store, const idem::context& ctx) {
+  try {
+    (void)store.try_acquire(ctx);
+  } catch (const idem::outcome_unknown_error& e) {
+    CHECK(e.operation() == "try_acquire");
+    return true;
+  } catch (const idem::store_unavailable_error&) {
+  }
+  return false;
+}
+
 // What the store found when it settled the claim that was not answered.
 std::string settled_as(const idem::postgres_store_statistics& s) {
   if (s.unanswered_released > 0)
@@ -427,23 +450,12 @@ TEST_CASE("fault.redis.frozen_complete_is_outcome_unknown") {
 TEST_CASE("fault.postgres.frozen_claim_is_outcome_unknown") {
   private_postgres server;
   auto store = postgres_store_on(server.conninfo());
-  auto warm = idem::context{.id = {"Fault.frozen", "warm"}, .lease = milliseconds(5000), .wait = milliseconds(0)};
-  REQUIRE(std::holds_alternative<idem::acquired>(store->try_acquire(warm)));  // a pooled connection exists
-  const std::vector<pid_t> backends = pool_backends(server.conninfo());
-  REQUIRE(backends.size() == 1);  // the claim goes to this one
-  const pid_t receiver = backends.front();
+  const pid_t receiver = warm_one_backend(*store, server.conninfo());  // the claim goes to this one
   server.signal_all(SIGSTOP);
   constexpr milliseconds lease{30000};
   auto ctx = idem::context{.id = {"Fault.frozen", "k"}, .lease = lease, .wait = milliseconds(0)};
   const auto t = steady_clock::now();
-  bool unknown = false;
-  try {
-    (void)store->try_acquire(ctx);
-  } catch (const idem::outcome_unknown_error& e) {
-    unknown = true;
-    CHECK(e.operation() == "try_acquire");
-  } catch (const idem::store_unavailable_error&) {
-  }
+  const bool unknown = claim_is_outcome_unknown(*store, ctx);
   const double fail_ms = ms_since(t);
   server.signal_all(SIGCONT);
   const auto woke = steady_clock::now();
@@ -479,21 +491,11 @@ TEST_CASE("fault.postgres.frozen_claim_is_outcome_unknown") {
 TEST_CASE("fault.postgres.frozen_backend_wakes_after_the_server") {
   private_postgres server;
   auto store = postgres_store_on(server.conninfo());
-  auto warm = idem::context{.id = {"Fault.frozen", "warm"}, .lease = milliseconds(5000), .wait = milliseconds(0)};
-  REQUIRE(std::holds_alternative<idem::acquired>(store->try_acquire(warm)));
-  const std::vector<pid_t> backends = pool_backends(server.conninfo());
-  REQUIRE(backends.size() == 1);  // the claim goes to this one
-  const pid_t receiver = backends.front();
+  const pid_t receiver = warm_one_backend(*store, server.conninfo());  // the claim goes to this one
   server.signal_all(SIGSTOP);
   constexpr milliseconds lease{30000};
   auto ctx = idem::context{.id = {"Fault.frozen", "late"}, .lease = lease, .wait = milliseconds(0)};
-  bool unknown = false;
-  try {
-    (void)store->try_acquire(ctx);
-  } catch (const idem::outcome_unknown_error&) {
-    unknown = true;
-  } catch (const idem::store_unavailable_error&) {
-  }
+  const bool unknown = claim_is_outcome_unknown(*store, ctx);
   REQUIRE(unknown);
   server.signal_all(SIGCONT, receiver);  // everything but the claim's backend
   // The server answers (another key), and the store has looked and found the receiver running.
@@ -527,11 +529,7 @@ TEST_CASE("fault.postgres.frozen_backend_wakes_after_the_server") {
 TEST_CASE("fault.postgres.frozen_claim_cancelled_on_waking") {
   private_postgres server;
   auto store = postgres_store_on(server.conninfo());
-  auto warm = idem::context{.id = {"Fault.frozen", "warm"}, .lease = milliseconds(5000), .wait = milliseconds(0)};
-  REQUIRE(std::holds_alternative<idem::acquired>(store->try_acquire(warm)));
-  const std::vector<pid_t> backends = pool_backends(server.conninfo());
-  REQUIRE(backends.size() == 1);
-  const pid_t receiver = backends.front();
+  const pid_t receiver = warm_one_backend(*store, server.conninfo());  // the claim goes to this one
   // The test's own session locks the table; its backend is not frozen.
   PGconn* locker = PQconnectdb(server.conninfo().c_str());
   REQUIRE(PQstatus(locker) == CONNECTION_OK);
@@ -541,13 +539,7 @@ TEST_CASE("fault.postgres.frozen_claim_cancelled_on_waking") {
   server.signal_all(SIGSTOP, PQbackendPID(locker));
   constexpr milliseconds lease{30000};
   auto ctx = idem::context{.id = {"Fault.frozen", "cancelled"}, .lease = lease, .wait = milliseconds(0)};
-  bool unknown = false;
-  try {
-    (void)store->try_acquire(ctx);
-  } catch (const idem::outcome_unknown_error&) {
-    unknown = true;
-  } catch (const idem::store_unavailable_error&) {
-  }
+  const bool unknown = claim_is_outcome_unknown(*store, ctx);
   REQUIRE(unknown);
   // Backends first, as a host waking up resumes them all at once: woken before its backend, the
   // postmaster would signal the cancel to a stopped process, which then drops it (a cancel that
