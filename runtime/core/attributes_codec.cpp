@@ -42,18 +42,7 @@ std::string encode_attributes(const attribute_map& attributes) {
 }
 
 std::optional<attribute_map> decode_attributes(std::string_view bytes) {
-  attribute_map out;
-  while (!bytes.empty()) {
-    const auto name = take_field(bytes);
-    if (!name) return std::nullopt;
-    const auto value = take_field(bytes);
-    if (!value) return std::nullopt;
-    // Names strictly ascending, as the encoder writes them: a repeated or out-of-order name is
-    // damage, and each map has exactly one encoding.
-    if (!out.empty() && !(out.rbegin()->first < *name)) return std::nullopt;
-    out.emplace_hint(out.end(), std::string(*name), std::string(*value));
-  }
-  return out;
+  return decode_attribute_pairs([&] { return bytes.empty(); }, [&] { return take_field(bytes); });
 }
 
 }  // namespace idem::detail

@@ -35,18 +35,9 @@ std::string encode_attributes(const attribute_map& attributes) {
 }
 
 std::optional<attribute_map> decode_attributes(std::string_view bytes) {
-  attribute_map out;
   std::size_t pos = 0;
-  while (pos < bytes.size()) {
-    auto name = read_field(bytes, pos);
-    if (!name) return std::nullopt;
-    auto value = read_field(bytes, pos);
-    if (!value) return std::nullopt;
-    // A repeated or out-of-order name is damage, as in the binary codec of the SQL stores.
-    if (!out.empty() && !(out.rbegin()->first < *name)) return std::nullopt;
-    out.emplace_hint(out.end(), std::string(*name), std::string(*value));
-  }
-  return out;
+  return detail::decode_attribute_pairs([&] { return pos >= bytes.size(); },
+                                        [&] { return read_field(bytes, pos); });
 }
 
 std::string encode_payload(const payload& value) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include <idem/context.hpp>
+#include <idem/detail/attributes_codec.hpp>
 #include <idem/payload.hpp>
 
 namespace idem::detail::redis {
@@ -48,7 +49,7 @@ inline constexpr std::int64_t max_time_point_ms =
 // lengths have no leading zeros, so accepted bytes are exactly what the encoders write.
 std::optional<complete_record> decode_complete(std::string_view value);
 
-using attribute_map = std::map<std::string, std::string, std::less<>>;
+using attribute_map = idem::detail::attribute_map;  // one map type, one decoding rule (attributes_codec.hpp)
 
 // Attributes as one byte string: for each pair, `<len>:<name><len>:<value>` with decimal
 // lengths, in the map's order. Binary-safe; the empty map is the empty string.

@@ -22,4 +22,22 @@ std::string encode_attributes(const attribute_map& attributes);
 // were damaged or written by someone else). Accepted bytes are exactly encode_attributes(result).
 std::optional<attribute_map> decode_attributes(std::string_view bytes);
 
+// The rule every attribute notation decodes by (this binary one and the Redis store's text one):
+// name/value fields taken with `next_field()` (nullopt: damaged) until `at_end()`, names strictly
+// ascending as encoders write them, so that a repeated or out-of-order name is damage and each map
+// has exactly one encoding.
+template <class AtEnd, class NextField>
+std::optional<attribute_map> decode_attribute_pairs(AtEnd at_end, NextField next_field) {
+  attribute_map out;
+  while (!at_end()) {
+    const std::optional<std::string_view> name = next_field();
+    if (!name) return std::nullopt;
+    const std::optional<std::string_view> value = next_field();
+    if (!value) return std::nullopt;
+    if (!out.empty() && !(out.rbegin()->first < *name)) return std::nullopt;
+    out.emplace_hint(out.end(), std::string(*name), std::string(*value));
+  }
+  return out;
+}
+
 }  // namespace idem::detail
