@@ -232,28 +232,22 @@ struct redis_store::impl {
         conn->exchange(std::span(commands.data(), n), std::span(replies.data(), n), with_wait);
       } catch (const rd::io_failure& e) {
         rd::topology::note_failure(*node);
-        if (topo.cluster() && !e.outcome_unknown() && !rerouted) {
-          // The node may be gone and its slots served by a promoted replica: ask the cluster.
-          rerouted = true;
-          rd::node* before = node;
+        rd::node* const failed = node;
+        if (topo.cluster()) {
+          // The node may be gone and its slots served by a promoted replica: ask the cluster, so
+          // that this call (when nothing was sent, once) or at least the next one goes there.
           try {
             topo.refresh();
             node = &topo.owner(slot);
           } catch (const rd::io_failure&) {
           }
-          if (node != before) {
+          if (!e.outcome_unknown() && !rerouted && node != failed) {
+            rerouted = true;
             asking = false;
             continue;
           }
-        } else if (topo.cluster()) {
-          // Not retried (it may have taken effect), but the next call should not go to a node
-          // that has been replaced meanwhile (a frozen master's promoted replica).
-          try {
-            topo.refresh();
-          } catch (const rd::io_failure&) {
-          }
         }
-        unavailable(t, node, e);
+        unavailable(t, failed, e);
       }
       round_trips.fetch_add(1, std::memory_order_relaxed);
       rd::reply_ptr& reply = replies[script_at];
