@@ -391,11 +391,11 @@ counts traffic(shared_state& sh, engine& eng, int threads, std::uint64_t seed, c
 
 // A holder blocked on an event and a duplicate that waits for it inside try_acquire (seen through
 // store::waiting(): no event announces it). Starts whatever the store starts on its first wait.
-void prime_waiting(shared_state& sh, engine& eng) {
+void prime_waiting(shared_state& sh, engine& eng, const std::string& key) {
   std::promise<void> go;
   std::shared_future<void> released = go.get_future().share();
   std::promise<void> holding;
-  const context ctx = eng.make_context("Soak.prime", "prime", {.ttl = kept_ttl, .wait = wait_blocking});
+  const context ctx = eng.make_context("Soak.prime", key, {.ttl = kept_ttl, .wait = wait_blocking});
   std::thread holder([&] {
     try {
       static_cast<void>(eng.execute(ctx, [&] {
@@ -557,7 +557,7 @@ std::string run(const std::string& name, store& backing, const store_probe& prob
   counts warm_counts;
   {
     engine a(backing, cfg, hooks);
-    prime_waiting(sh, a);
+    for (std::size_t i = 0; i < probe.prime_waits; ++i) prime_waiting(sh, a, "prime-" + std::to_string(i));
     warm_counts = traffic(sh, a, s.threads, seed, clock::now() + s.warmup);
     warm_counts.explicit_purged += final_purge(sh);
   }
@@ -666,7 +666,7 @@ std::string run(const std::string& name, store& backing, const store_probe& prob
   CHECK(purged > 0);
   CHECK(all.long_completed > 0);
   CHECK(completed_keys > 0);
-  if (probe.records_in_process) CHECK(records_end == completed_keys + 1);  // + the priming record
+  if (probe.records_in_process) CHECK(records_end == completed_keys + probe.prime_waits);  // + the priming records
   // Resources: nothing leaked once warm.
   if (warm.heap && end.heap) CHECK(heap_growth <= static_cast<std::ptrdiff_t>(heap_bound));
   CHECK(threads_alive <= threads_alive_bound);

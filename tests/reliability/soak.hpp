@@ -54,6 +54,10 @@ struct store_probe {
   // Heap the store may add on its own once warm, beyond the records (SQLite's page caches, which
   // fill up to cache_size per connection as the file grows).
   std::size_t heap_allowance = 0;
+  // Keys the warm-up makes a duplicate wait on, one after the other, so that whatever the store
+  // starts on a first wait exists before the measurement: a cluster store starts a subscriber per
+  // master, so it needs keys on every master (enough random ones that missing one is negligible).
+  std::size_t prime_waits = 1;
   // One more figure for the summary (e.g. the store's statistics), or empty.
   std::function<std::string()> extra;
 };

@@ -63,6 +63,7 @@ TEST_CASE("redis_store in cluster mode: bounded mixed traffic leaks nothing and 
     idem::soak::store_probe probe;
     constexpr std::size_t masters = 3;
     probe.max_connections = (options.pool_size + 1) * masters;  // a pool and a subscriber per master
+    probe.prime_waits = 64;  // random slots: all three masters get a waiter (a miss: 3 x (2/3)^64)
     probe.connections_opened = [&store] {
       const auto st = store.statistics();
       return st.connections_opened + st.subscriber_connects;
