@@ -87,7 +87,7 @@ struct redis_store_statistics {
                                           // waiters, and again after each drop)
   std::uint64_t message_answers = 0;   // waiters answered from a completion message, no round trip
   std::uint64_t redirections = 0;      // cluster: MOVED and ASK answers followed
-  std::uint64_t cluster_retries = 0;   // cluster: TRYAGAIN and CLUSTERDOWN answers retried
+  std::uint64_t cluster_retries = 0;   // cluster: paced retries (TRYAGAIN, CLUSTERDOWN, masters redirecting to each other)
   std::uint64_t slot_map_refreshes = 0;  // cluster: slot maps learned with CLUSTER SHARDS
 };
 

@@ -30,6 +30,7 @@
 #include "connection_pool.hpp"
 #include "hash_slot.hpp"
 #include "record_codec.hpp"
+#include "retry_pacing.hpp"
 #include "scripts.hpp"
 #include "subscriber.hpp"
 #include "topology.hpp"
@@ -185,16 +186,19 @@ struct redis_store::impl {
   // Runs `s` on the node serving keys[0] with EVALSHA, once more with EVAL if that node lost its
   // script cache, and optionally pipelines WAIT behind it. In a cluster it follows MOVED (the slot
   // map is patched and refreshed) and ASK (ASKING is pipelined before the script on the importing
-  // node), at most max_redirections times, retries TRYAGAIN and CLUSTERDOWN with a growing pause
-  // until command_timeout has passed since the first of them, and after a node could not be
-  // reached retries once when a fresh slot map names another owner (a failover). A command that
-  // was sent and not answered is not retried, but the slot map is refreshed for the next call. Returns the
-  // script's reply (never an error reply) and WAIT's count.
+  // node). TRYAGAIN, CLUSTERDOWN and redirections beyond stable_redirections (masters that send
+  // the slot to each other: a reshard being finished) are transient: they are retried with a
+  // growing pause (retry_pacing) until command_timeout has passed since the first of them. After a
+  // node could not be reached it retries once when a fresh slot map names another owner (a
+  // failover). A command that was sent and not answered is not retried, but the slot map is
+  // refreshed for the next call. Returns the script's reply (never an error reply) and WAIT's count.
   struct outcome {
     rd::reply_ptr reply;
     long long acknowledged = -1;  // replicas that acknowledged, -1 when WAIT was not sent
   };
-  static constexpr int max_redirections = 5;
+  // What a stable slot map may take to reach a record: a MOVED (the map was stale), then an ASK
+  // (the slot is migrating and the record already moved).
+  static constexpr int stable_redirections = 2;
 
   outcome eval(const target& t, const rd::script& s, std::span<const std::string_view> keys,
                std::span<const std::string_view> args, bool wait_for_replicas) {
@@ -207,9 +211,8 @@ struct redis_store::impl {
     bool use_eval = false;
     bool asking = false;
     bool rerouted = false;
-    int redirections_left = max_redirections;
-    std::optional<steady::time_point> retry_until;
-    milliseconds pause{2};
+    int redirected = 0;
+    rd::retry_pacing pacing(options.command_timeout);
     for (;;) {
       std::array<rd::command, 3> commands;  // [ASKING] script [WAIT]; unused ones allocate nothing
       std::array<rd::reply_ptr, 3> replies;
@@ -263,10 +266,15 @@ struct redis_store::impl {
           if (moved || message.starts_with("ASK ")) {
             // "MOVED <slot> <host:port>" / "ASK <slot> <host:port>"
             const std::string_view address = message.substr(message.rfind(' ') + 1);
-            if (--redirections_left < 0) {
-              unavailable(t, node, "the cluster kept redirecting (last: " + std::string(message) + ")");
-            }
             redirections.fetch_add(1, std::memory_order_relaxed);
+            if (++redirected > stable_redirections) {
+              // The masters disagree about who serves the slot: wait for them to agree.
+              if (!pacing.pause()) {
+                unavailable(t, node, "the cluster kept redirecting for " + format_duration(options.command_timeout) +
+                                         " (last: " + std::string(message) + ")");
+              }
+              cluster_retries.fetch_add(1, std::memory_order_relaxed);
+            }
             try {
               node = moved ? &topo.moved(slot, address, *node) : &topo.at(address, *node);
             } catch (const rd::io_failure& e) {
@@ -277,15 +285,11 @@ struct redis_store::impl {
           }
           const bool down = message.starts_with("CLUSTERDOWN");
           if (down || message.starts_with("TRYAGAIN")) {
-            const steady::time_point now = steady::now();
-            if (!retry_until) retry_until = saturating_add(now, options.command_timeout);
-            if (now + pause > *retry_until) {
+            if (!pacing.pause()) {
               unavailable(t, node, "the cluster kept answering " + std::string(message.substr(0, message.find(' '))) +
                                        " for " + format_duration(options.command_timeout));
             }
             cluster_retries.fetch_add(1, std::memory_order_relaxed);
-            std::this_thread::sleep_for(pause);
-            pause = std::min(pause * 2, milliseconds{100});
             if (down) {
               try {
                 topo.refresh();
@@ -712,7 +716,9 @@ acquire_result redis_store::try_acquire(const context& ctx) {
   // Without a confirmed subscription the waiter re-checks every fallback_recheck. In a cluster
   // the watch is on the master of the record's slot; when a look finds the slot served by another
   // master (a resharding, a failover), or that master drops the subscription, the waiter watches
-  // the new owner and confirms its subscription there before it trusts the event again.
+  // the new owner and confirms its subscription there before it trusts the event again. A
+  // subscription lost again and again (masters that disagree about the slot for a moment) is
+  // renewed with the growing pause a command makes, bounded by the wait.
   const steady::time_point deadline = saturating_add(start, ctx.wait);
   const impl::target t{"try_acquire", &ctx.id};
   const std::string chan = d.channel_for(key);
@@ -723,11 +729,20 @@ acquire_result redis_store::try_acquire(const context& ctx) {
   detail::waiter_count::scope counted(d.waiting);
   rd::subscriber::snapshot seen = watch->state();
   bool look_again = seen.confirmed;
+  rd::retry_pacing resubscribing(d.options.command_timeout);
   for (;;) {
     if (look_again) {
       look = d.check(ctx, key, token, token_text);
       if (!look.busy) return std::move(look.answer);
-      if (rd::node* owner = &d.owner_of(t, slot); owner != watched || seen.lost) {
+      rd::node* owner = &d.owner_of(t, slot);
+      if (owner != watched || seen.lost) {
+        if (seen.lost) {
+          const milliseconds pause = resubscribing.next().value_or(rd::retry_pacing::max_pause);
+          std::this_thread::sleep_until(std::min(deadline, saturating_add(steady::now(), pause)));
+          const steady::time_point now = steady::now();
+          if (now >= deadline) return in_flight{remaining_lease(look.lease_until, now)};
+          owner = &d.owner_of(t, slot);
+        }
         watched = owner;
         watch.reset();
         watch.emplace(watched->hub, chan);
@@ -748,6 +763,7 @@ acquire_result redis_store::try_acquire(const context& ctx) {
     if (now >= deadline) return in_flight{remaining_lease(look.lease_until, now)};
     const rd::subscriber::snapshot previous = seen;
     seen = watch->state();
+    if (seen.confirmed) resubscribing.reset();
     // A message is only delivered once published after a subscription existed; if it is the
     // completion by the holder this waiter last saw, it is the record's final state (see
     // from_message), whatever else happened to the subscription meanwhile.

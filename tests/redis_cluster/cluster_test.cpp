@@ -9,6 +9,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -268,6 +269,107 @@ TEST_CASE("reshard: a slot migrates under a live lease and a waiting duplicate, 
   WARN("reshard: holder redirections " << holder.statistics().redirections << ", waiter redirections "
                                        << waiter_store.statistics().redirections << ", waiter slot-map refreshes "
                                        << waiter_store.statistics().slot_map_refreshes);
+}
+
+// The end of every reshard: `CLUSTER SETSLOT <slot> NODE <new owner>` reaches the masters one at a
+// time. Told first, the old owner answers MOVED to the new one, which, not told yet, answers MOVED
+// back. Here the window lasts 300 ms on purpose: a first call and a completion made in it wait the
+// churn out (a growing pause, the slot map asked again) within command_timeout instead of failing
+// after a handful of redirections, and a duplicate waiting across it gets the replay.
+TEST_CASE("reshard window: while two masters answer MOVED to each other, calls wait it out and a waiter replays") {
+  cluster c;  // a private cluster: the slot moves
+  auto options = c.options(unique_prefix("window"));
+  options.command_timeout = 3s;
+  idem::redis_store holder(options);
+  idem::redis_store waiter_store(options);
+  idem::redis_store caller(options);
+  const idem::identity held{"Window.run", "order-1"};
+  const int slot = slot_of(holder, held);
+  std::optional<idem::identity> same_slot;  // a record of the same slot, first used inside the window
+  for (int i = 2; !same_slot; ++i) {
+    idem::identity candidate{"Window.run", "order-" + std::to_string(i)};
+    if (slot_of(holder, candidate) == slot) same_slot = candidate;
+  }
+  const idem::identity fresh = *same_slot;
+  const node_info source = c.master_of(slot);
+  node_info target;
+  std::vector<node_info> masters;
+  for (const node_info& n : c.nodes()) {
+    if (!n.master) continue;
+    masters.push_back(n);
+    if (n.id != source.id) target = n;
+  }
+  REQUIRE(masters.size() == 3);
+  // Every store has learned the slot map before the window opens.
+  REQUIRE(std::holds_alternative<idem::acquired>(caller.try_acquire(make_context({"Window.warm", "w"}))));
+
+  auto acquired = holder.try_acquire(make_context(held));
+  REQUIRE(std::holds_alternative<idem::acquired>(acquired));
+  const idem::lease_token token = std::get<idem::acquired>(acquired).token;
+  std::atomic<int> runs{1};  // the holder's execution of `held`
+  auto waiter = std::async(std::launch::async, [&] {
+    auto answer = waiter_store.try_acquire(make_context(held, 30s));
+    if (std::holds_alternative<idem::acquired>(answer)) runs.fetch_add(1);
+    return answer;
+  });
+  REQUIRE(eventually([&] { return waiter_store.waiting() == 1; }, 10s));
+  REQUIRE(eventually([&] { return shard_subscribers(c, source.address, holder.channel(held)) == 1; }, 10s));
+
+  const std::string s = std::to_string(slot);
+  REQUIRE(rd::text(c.run(target.address, {"CLUSTER", "SETSLOT", s, "IMPORTING", source.id}).get()) == "OK");
+  REQUIRE(rd::text(c.run(source.address, {"CLUSTER", "SETSLOT", s, "MIGRATING", target.id}).get()) == "OK");
+  REQUIRE(rd::text(c.run(source.address, {"MIGRATE", target.address.substr(0, target.address.rfind(':')),
+                                          std::to_string(target.port), "", "0", "5000", "KEYS",
+                                          holder.record_key(held)})
+                       .get()) == "OK");
+  // The window opens: only the old owner is told.
+  REQUIRE(rd::text(c.run(source.address, {"CLUSTER", "SETSLOT", s, "NODE", target.id}).get()) == "OK");
+  const auto opened = steady::now();
+  // Both masters now send this slot's commands to each other.
+  CHECK(rd::text(c.run(source.address, {"GET", caller.record_key(fresh)}).get()).starts_with("MOVED"));
+  CHECK(rd::text(c.run(target.address, {"GET", caller.record_key(fresh)}).get()).starts_with("MOVED"));
+
+  const auto caller_before = caller.statistics();
+  auto first_call = std::async(std::launch::async, [&] {
+    const auto t = steady::now();
+    auto answer = caller.try_acquire(make_context(fresh));
+    if (auto* a = std::get_if<idem::acquired>(&answer)) caller.complete(fresh, a->token, value_of("fresh once"), 1h);
+    return std::pair{answer.index(), std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t)};
+  });
+  auto completion = std::async(std::launch::async, [&] { holder.complete(held, token, value_of("held once"), 1h); });
+  // The call is inside the window: it has been redirected more often than a stable map needs.
+  CHECK(eventually([&] { return caller.statistics().redirections >= caller_before.redirections + 3; }, 10s));
+  std::this_thread::sleep_until(opened + 300ms);  // the scenario: the window lasts 300 ms
+  const auto closed_after = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - opened);
+  CHECK(first_call.wait_for(0ms) == std::future_status::timeout);  // it waited for the window to close
+  for (const node_info& n : masters) {
+    if (n.id != source.id) {
+      REQUIRE(rd::text(c.run(n.address, {"CLUSTER", "SETSLOT", s, "NODE", target.id}).get()) == "OK");
+    }
+  }
+
+  REQUIRE(first_call.wait_for(20s) == std::future_status::ready);
+  const auto [answered, took] = first_call.get();  // rethrows what the call threw
+  CHECK(answered == 0);                             // idem::acquired: the first call ran
+  REQUIRE(completion.wait_for(20s) == std::future_status::ready);
+  completion.get();
+  REQUIRE(waiter.wait_for(20s) == std::future_status::ready);
+  auto answer = waiter.get();
+  REQUIRE(std::holds_alternative<idem::duplicate>(answer));
+  CHECK(std::get<idem::duplicate>(answer).value.body == "held once");
+  CHECK(runs.load() == 1);
+  auto replay = holder.try_acquire(make_context(fresh));
+  REQUIRE(std::holds_alternative<idem::duplicate>(replay));
+  CHECK(std::get<idem::duplicate>(replay).value.body == "fresh once");
+  const auto caller_after = caller.statistics();
+  CHECK(caller_after.cluster_retries > caller_before.cluster_retries);
+  WARN("reshard window of " << closed_after.count() << " ms: the first call answered after " << took.count()
+                            << " ms (command_timeout " << options.command_timeout.count() << " ms), "
+                            << caller_after.redirections - caller_before.redirections << " redirections, "
+                            << caller_after.cluster_retries - caller_before.cluster_retries << " paced retries, "
+                            << caller_after.slot_map_refreshes - caller_before.slot_map_refreshes
+                            << " slot-map refreshes; the waiter " << waiter_store.statistics().redirections
+                            << " redirections");
 }
 
 // A master holding records is SIGKILLed; its replica is promoted. Completions acknowledged by the
