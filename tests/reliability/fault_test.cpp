@@ -5,15 +5,14 @@
 #include <dirent.h>
 #include <hiredis/hiredis.h>
 #include <libpq-fe.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <future>
 #include <string>
 #include <thread>
@@ -52,16 +51,15 @@ struct scratch {
   }
 };
 
+// A free port for a server this test restarts on the same port: tests/support/ports.sh's rule
+// (below the ephemeral range, clear of the cluster fixture's ports).
 int free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(s);
-  return ntohs(a.sin_port);
+  FILE* out = ::popen("bash -c 'source " IDEM_SUPPORT_DIR "/ports.sh && pick_port fault_test'", "r");
+  if (out == nullptr) throw std::runtime_error("cannot run ports.sh");
+  char line[32] = {};
+  const bool read = std::fgets(line, sizeof line, out) != nullptr;
+  if (::pclose(out) != 0 || !read) throw std::runtime_error("ports.sh found no free port");
+  return std::stoi(line);
 }
 
 double ms_since(steady_clock::time_point t) { return duration<double, std::milli>(steady_clock::now() - t).count(); }
