@@ -17,6 +17,7 @@
 #include "redis_support.hpp"
 #include "record_codec.hpp"
 #include "scripts.hpp"
+#include "support/eventually.hpp"
 
 namespace {
 
@@ -32,6 +33,7 @@ using idem::redis_test::fixture_store;
 using idem::redis_test::raw_redis;
 using idem::redis_test::test_options;
 using idem::redis_test::unique_prefix;
+using idem::test::eventually;
 
 idem::context make_context(const idem::identity& id, std::chrono::milliseconds lease = 5s,
                            std::chrono::milliseconds wait = 0ms, std::chrono::milliseconds ttl = 1h) {
@@ -278,7 +280,7 @@ TEST_CASE("the raw key never reaches Redis: not in a key, a value, a channel or 
     auto token = require_acquired(store.try_acquire(make_context(id, 5s, 0ms, 1h)));
     CHECK(store.extend(id, token, 10s));
     std::thread waiter([&] { (void)store.try_acquire(make_context(id, 5s, 2s, 1h)); });
-    std::this_thread::sleep_for(100ms);  // let the waiter subscribe
+    REQUIRE(eventually([&] { return store.waiting() == 1; }, 10s));  // the waiter subscribed
     store.complete(id, token, sample_payload(), 1h);
     waiter.join();
     require_duplicate(store.try_acquire(make_context(id)));
