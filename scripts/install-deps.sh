@@ -11,6 +11,7 @@ packages=(
   libpq-dev postgresql-15
   libhiredis-dev redis-server
   libcpp-httplib-dev wrk
+  libboost1.81-dev
 )
 
 missing=()

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include <idem/async.hpp>
 #include <idem/codec.hpp>
 #include <idem/config.hpp>
 #include <idem/context.hpp>
@@ -47,13 +48,17 @@ struct engine_hooks {
 };
 
 namespace detail {
-class heartbeat_scheduler;
+class engine_core;
 class periodic_purge;
 struct policy_info;
 // What the engine's type-erased core hands back to execute<T>.
 struct ran {};
 using raw_outcome = std::variant<ran, duplicate, in_flight>;
 }  // namespace detail
+
+// An asynchronous action as engine::async_run starts it: it calls `finished` once, with what the
+// action threw or null, from any thread.
+using async_action = std::function<void(async_done finished)>;
 
 // idem::engine
 //
@@ -104,33 +109,31 @@ class engine {
     requires std::is_void_v<std::invoke_result_t<Action&>>
   [[nodiscard]] outcome<void> execute(const context& ctx, Action&& action);
 
+  // The asynchronous call under idem::async_execute (<idem/asio.hpp>), for adapters to event
+  // loops. Claims ctx.id with store::async_try_acquire (a duplicate's wait occupies no thread;
+  // `cancel`, which may be null, ends it with operation_cancelled and changes nothing stored);
+  // once acquired it starts `action`, and when that finished it encodes the result with `encode`
+  // and completes with store::async_complete: execute()'s semantics step for step (heartbeat,
+  // listeners exactly once, release on a throw, the completion-failure policy). `done` is called
+  // once, from the thread that finished the last step; an invalid context, and
+  // completion_mode::join_transaction (asynchronous calls take part in no transaction yet), are
+  // reported through `done` before anything is acquired. A call may outlive the engine object
+  // (it keeps what it uses); the store must outlive every call.
+  void async_run(const context& ctx, async_action action, std::function<payload()> encode, cancellation* cancel,
+                 async_handler<detail::raw_outcome> done);
+
   friend void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);
 
-  const config& settings() const noexcept { return config_; }
+  const config& settings() const noexcept;
   store& backing_store() const noexcept { return store_; }
 
  private:
-  class transaction_call;  // the state of a call whose record waits for a transaction to end
-
   detail::raw_outcome run(const context& ctx, detail::function_ref<void()> action,
                           detail::function_ref<payload()> encode);
-  detail::raw_outcome run_alone(const context& ctx, const lease_token& token, detail::function_ref<void()> action,
-                                detail::function_ref<payload()> encode);
-  detail::raw_outcome run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
-                                         detail::function_ref<void()> action, detail::function_ref<payload()> encode);
-  void check_join(const context& ctx, transaction* tx) const;
-  void action_failed(const context& ctx, const lease_token& token) noexcept;
-  detail::raw_outcome completion_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
-                                        bool always_propagate);
-  void release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept;
   void check_policy(const detail::policy_info& policy) const;
-  // Hands `record` to the log sink; a sink that throws is ignored.
-  void log(log_level level, std::string message) const noexcept;
 
   store& store_;
-  config config_;
-  engine_hooks hooks_;
-  std::unique_ptr<detail::heartbeat_scheduler> heartbeat_;
+  std::shared_ptr<detail::engine_core> core_;
   std::unique_ptr<detail::periodic_purge> purge_;  // null when config.purge_interval is zero
 };
 

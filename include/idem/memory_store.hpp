@@ -1,14 +1,20 @@
 // idem/memory_store.hpp — the embedded default store: one process, nothing survives a restart.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 
+#include <idem/detail/function_ref.hpp>
 #include <idem/detail/waiter_count.hpp>
 #include <idem/store.hpp>
 
 namespace idem {
+namespace detail {
+class timer_queue;
+}
 
 // Settings of a memory_store.
 struct memory_store_options {
@@ -17,8 +23,11 @@ struct memory_store_options {
 
 // idem::memory_store
 //
-// Records live in a sharded hash map, each shard behind its own mutex. A duplicate waits on the
-// shard's condition variable and wakes when the record completes or is released: no polling.
+// Records live in a sharded hash map, each shard behind its own mutex. A duplicate registers as a
+// waiter of its shard and is answered when the record completes or is released, or by a timer at
+// its deadline or the holder's lease expiry: no polling, and an asynchronous duplicate
+// (async_try_acquire) occupies no thread. The timers run on one thread of the store, started with
+// the first wait. Destroying the store answers callers still waiting with store_unavailable_error.
 // Complete records past their ttl are treated as absent and dropped on the next acquisition;
 // purge_expired() sweeps the rest. Uses the process's steady clock for leases and expiry and the
 // system clock for completed_at. Not transactional.
@@ -38,17 +47,44 @@ class memory_store final : public store {
   std::size_t waiting() const noexcept override { return waiters_.get(); }
   std::string_view name() const noexcept override { return "memory_store"; }
 
+  // Native: no thread is taken for a call; complete and release answer before returning.
+  void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) override;
+  void async_complete(const identity& id, const lease_token& token, const payload& value,
+                      std::chrono::milliseconds ttl, async_done done) override;
+  void async_release(const identity& id, const lease_token& token, async_done done) override;
+
   // How many records the store holds, expired ones included. For tests and metrics.
   std::size_t size() const;
 
  private:
   struct shard;
+  struct waiter;
+  struct ready_list;  // answers to hand to waiters once their shard's lock is released
   // The shard owning the record whose composite key (`scope ':' key`) hashes to `hash`.
   shard& shard_for(std::size_t hash) const;
+
+  // Looks at ctx's record once. Returns true with `answered` set, or registers a waiter whose
+  // handler `make_handler` builds (called only then) and returns false: the handler runs once,
+  // from the thread that completes, releases or purges the record, from the timer thread, or from
+  // the thread requesting `cancel`.
+  bool look_or_wait(const context& ctx, cancellation* cancel,
+                    detail::function_ref<async_handler<acquire_result>()> make_handler, acquire_result& answered);
+  // Under the shard's lock: the waiters of `key` (every waiter when empty) look again; those
+  // answered move to `ready`.
+  void relook_locked(shard& s, std::string_view key, ready_list& ready);
+  // Looks again for waiter `index`; answered, it moves to `ready` (true); else its timer is set.
+  bool settle_locked(shard& s, std::size_t index, std::chrono::steady_clock::time_point now, ready_list& ready);
+  void arm_locked(shard& s, std::size_t index, std::chrono::steady_clock::time_point wake);
+  std::shared_ptr<waiter> take_locked(shard& s, std::size_t index);
+  static std::optional<std::size_t> find_locked(const shard& s, const std::weak_ptr<waiter>& who);
+  void on_timer(shard& s, const std::weak_ptr<waiter>& who);
+  void on_cancel(shard& s, const std::weak_ptr<waiter>& who);
+  static void answer(ready_list& ready);
 
   std::unique_ptr<shard[]> shards_;
   std::size_t shard_mask_;
   detail::waiter_count waiters_;
+  std::unique_ptr<detail::timer_queue> timers_;
 };
 
 }  // namespace idem

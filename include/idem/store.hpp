@@ -29,6 +29,7 @@
 #include <string_view>
 #include <variant>
 
+#include <idem/async.hpp>
 #include <idem/context.hpp>
 #include <idem/identity.hpp>
 #include <idem/lease_token.hpp>
@@ -122,6 +123,24 @@ class store {
 
   // A short name for messages, such as "memory_store".
   virtual std::string_view name() const noexcept = 0;
+
+  // Asynchronous operations (what idem::async_execute and <idem/asio.hpp> call). Each calls its
+  // handler exactly once: before it returns when the answer is at hand, or later from a thread of
+  // the store (never a thread parked for the call). The handler must not block. The store must
+  // outlive every operation it started.
+  //
+  // try_acquire's: a duplicate's wait is a registration plus a timer, never a blocked thread.
+  // When `cancel` (may be null) is requested while the call waits for a holder, the call ends
+  // with operation_cancelled and changes nothing stored. Errors are those of try_acquire.
+  // The defaults run the blocking operation on a small fixed pool of threads shared by the
+  // process (idem's stores without asynchronous operations of their own, and yours); a wait then
+  // occupies one of those threads, and a cancelled wait is answered at once while the blocking
+  // call finishes in the background (a record it acquires after that is released).
+  virtual void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done);
+  // complete's and release's, with the same errors.
+  virtual void async_complete(const identity& id, const lease_token& token, const payload& value,
+                              std::chrono::milliseconds ttl, async_done done);
+  virtual void async_release(const identity& id, const lease_token& token, async_done done);
 };
 
 }  // namespace idem

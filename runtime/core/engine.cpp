@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "engine_core.hpp"
 #include "heartbeat_scheduler.hpp"
 #include "periodic_purge.hpp"
 
@@ -51,36 +52,60 @@ std::string completion_loss(const context& ctx, std::string_view done, std::exce
 
 }  // namespace
 
-engine::engine(store& backing_store, config settings, engine_hooks hooks)
-    : store_(backing_store), config_(settings), hooks_(std::move(hooks)) {
-  config_.validate();
-  if (!hooks_.log) hooks_.log = stderr_log_sink;
-  for (const auto& listener : hooks_.listeners)
+engine::engine(store& backing_store, config settings, engine_hooks hooks) : store_(backing_store) {
+  settings.validate();
+  if (!hooks.log) hooks.log = stderr_log_sink;
+  for (const auto& listener : hooks.listeners)
     if (!listener) throw configuration_error("engine_hooks.listeners must not contain a null listener");
-  if (config_.default_completion == completion_mode::join_transaction && !store_.supports_transactional_completion())
+  if (settings.default_completion == completion_mode::join_transaction && !store_.supports_transactional_completion())
     throw configuration_error(fmt::format(
         "config default_completion is join-transaction, but the store ({}) cannot complete inside a caller's "
         "transaction; use a store that can, such as sqlite_store or postgres_store, or set default_completion to "
         "autonomous",
         store_.name()));
+  core_ = std::make_shared<detail::engine_core>(store_, settings, std::move(hooks));
   const std::vector<detail::policy_info> policies = detail::registered_policies();
   for (const detail::policy_info& policy : policies) check_policy(policy);
   detail::check_shared_scopes(policies);
-  const log_sink guarded_log = [this](const log_record& record) { log(record.level, record.message); };
-  heartbeat_ = std::make_unique<detail::heartbeat_scheduler>(store_, guarded_log);
-  if (config_.purge_interval > std::chrono::milliseconds::zero())
-    purge_ = std::make_unique<detail::periodic_purge>(store_, config_.purge_interval, guarded_log);
+  if (settings.purge_interval > std::chrono::milliseconds::zero()) {
+    std::weak_ptr<detail::engine_core> core = core_;
+    purge_ = std::make_unique<detail::periodic_purge>(store_, settings.purge_interval, [core](const log_record& record) {
+      if (auto alive = core.lock()) alive->log(record.level, record.message);
+    });
+  }
 }
 
 engine::~engine() = default;
 
-void engine::log(log_level level, std::string message) const noexcept {
+const config& engine::settings() const noexcept { return core_->config_; }
+
+detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()> action,
+                                detail::function_ref<payload()> encode) {
+  return core_->run(ctx, action, encode);
+}
+
+void engine::async_run(const context& ctx, async_action action, std::function<payload()> encode,
+                       cancellation* cancel, async_handler<detail::raw_outcome> done) {
+  core_->async_run(ctx, std::move(action), std::move(encode), cancel, std::move(done));
+}
+
+namespace detail {
+
+engine_core::engine_core(store& backing_store, const config& settings, engine_hooks hooks)
+    : store_(backing_store),
+      config_(settings),
+      hooks_(std::move(hooks)),
+      heartbeat_(store_, [this](const log_record& record) { log(record.level, record.message); }) {}
+
+void engine_core::log(log_level level, std::string message) const noexcept {
   try {
     hooks_.log(log_record{level, std::move(message)});
   } catch (...) {
     // A log sink that throws must not change what the call does.
   }
 }
+
+}  // namespace detail
 
 void engine::check_policy(const detail::policy_info& policy) const {
   const std::string where = fmt::format("{} ({}:{})", policy.function, policy.file, policy.line);
@@ -94,7 +119,7 @@ void engine::check_policy(const detail::policy_info& policy) const {
     if (value)
       if (std::string problem = duration_problem(field, *value); !problem.empty())
         throw configuration_error(fmt::format("{} on {} is {}: {}", name, where, format_duration(*value), problem));
-  const completion_mode mode = o.completion.value_or(config_.default_completion);
+  const completion_mode mode = o.completion.value_or(core_->config_.default_completion);
   if (mode == completion_mode::join_transaction && !store_.supports_transactional_completion())
     throw configuration_error(fmt::format(
         "{} asks for completion = \"join-transaction\", but the store ({}) cannot complete inside a caller's "
@@ -107,10 +132,10 @@ context engine::make_context(std::string scope, std::string key, const call_opti
                              std::optional<std::string> fingerprint) const {
   context ctx{
       .id = identity(std::move(scope), std::move(key)),
-      .ttl = options.ttl.value_or(config_.default_ttl),
-      .lease = options.lease.value_or(config_.default_lease),
-      .wait = options.wait.value_or(config_.default_wait),
-      .completion = options.completion.value_or(config_.default_completion),
+      .ttl = options.ttl.value_or(core_->config_.default_ttl),
+      .lease = options.lease.value_or(core_->config_.default_lease),
+      .wait = options.wait.value_or(core_->config_.default_wait),
+      .completion = options.completion.value_or(core_->config_.default_completion),
       .fingerprint = std::move(fingerprint),
   };
   ctx.validate();
@@ -118,8 +143,8 @@ context engine::make_context(std::string scope, std::string key, const call_opti
 }
 
 void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer) {
-  if (eng.hooks_.map_in_flight) {
-    eng.hooks_.map_in_flight(ctx, answer);
+  if (eng.core_->hooks_.map_in_flight) {
+    eng.core_->hooks_.map_in_flight(ctx, answer);
     return;
   }
   throw in_flight_error(ctx.id.to_string(), answer.retry_after);
@@ -146,11 +171,9 @@ void notify(const engine_hooks& hooks, std::string_view event, const context& ct
   }
 }
 
-}  // namespace detail
-
 // The claim ------------------------------------------------------------------------------------
 
-void engine::check_join(const context& ctx, transaction* tx) const {
+void engine_core::check_join(const context& ctx, transaction* tx) const {
   if (!store_.supports_transactional_completion())
     throw configuration_error(fmt::format(
         "{} asks for completion_mode::join_transaction, but {} cannot complete inside a caller's transaction; use a "
@@ -168,91 +191,207 @@ void engine::check_join(const context& ctx, transaction* tx) const {
                                           ctx.id.to_string(), problem));
 }
 
-detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()> action,
-                                detail::function_ref<payload()> encode) {
-  using detail::notify;
+raw_outcome engine_core::run(const context& ctx, function_ref<void()> action, function_ref<payload()> encode) {
   ctx.validate();  // a hand-built context is checked as strictly as make_context's
   transaction* tx = current_transaction();
   if (tx != nullptr && !tx->active()) tx = nullptr;
   if (ctx.completion == completion_mode::join_transaction) check_join(ctx, tx);
 
   acquire_result claim = store_.try_acquire(ctx);
-  if (auto* d = std::get_if<duplicate>(&claim)) {
-    notify(hooks_, "on_duplicate", ctx, [&](lifecycle_listener& l) { l.on_duplicate(ctx, d->value, d->completed_at); });
-    return std::move(*d);
-  }
-  if (auto* f = std::get_if<in_flight>(&claim)) {
-    notify(hooks_, "on_in_flight", ctx, [&](lifecycle_listener& l) { l.on_in_flight(ctx, f->retry_after); });
-    return *f;
-  }
-  if (auto* m = std::get_if<fingerprint_mismatch>(&claim))
-    throw fingerprint_mismatch_error(ctx.id.to_string(), std::move(m->stored), std::move(m->received));
+  raw_outcome answer;
+  if (answered(ctx, claim, answer)) return answer;
   const lease_token token = std::get<acquired>(claim).token;
   if (tx != nullptr) return run_in_transaction(ctx, token, *tx, action, encode);
   return run_alone(ctx, token, action, encode);
 }
 
-void engine::release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept {
-  try {
-    store_.release(ctx.id, token);
-  } catch (const lease_lost_error&) {
-    log(log_level::debug, fmt::format("lease on {} was taken over before it could be released {}", ctx.id.to_string(),
-                                      after));
-  } catch (...) {
-    log(log_level::warning,
-        fmt::format("could not release {} {}: {}; it stays in flight until its lease expires", ctx.id.to_string(),
-                    after, describe(std::current_exception())));
+bool engine_core::answered(const context& ctx, acquire_result& claim, raw_outcome& out) {
+  if (auto* d = std::get_if<duplicate>(&claim)) {
+    notify(hooks_, "on_duplicate", ctx, [&](lifecycle_listener& l) { l.on_duplicate(ctx, d->value, d->completed_at); });
+    out = std::move(*d);
+    return true;
   }
+  if (auto* f = std::get_if<in_flight>(&claim)) {
+    notify(hooks_, "on_in_flight", ctx, [&](lifecycle_listener& l) { l.on_in_flight(ctx, f->retry_after); });
+    out = *f;
+    return true;
+  }
+  if (auto* m = std::get_if<fingerprint_mismatch>(&claim))
+    throw fingerprint_mismatch_error(ctx.id.to_string(), std::move(m->stored), std::move(m->received));
+  return false;
 }
 
-// The action threw (its exception is the current one): free the key so that a retry can succeed.
-void engine::action_failed(const context& ctx, const lease_token& token) noexcept {
-  release_quietly(ctx, token, "after its action failed");
-  const auto cause = std::current_exception();
-  detail::notify(hooks_, "on_failed", ctx,
-                 [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::action); });
-}
-
-// The work happened but its record could not be written, so the record is not released: it
-// stays in progress until its lease expires and a retry steals it.
-detail::raw_outcome engine::completion_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
-                                              bool always_propagate) {
-  detail::notify(hooks_, "on_failed", ctx,
-                 [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::completion); });
-  if (always_propagate || config_.failure_policy == completion_failure_policy::propagate)
-    std::rethrow_exception(cause);
-  log(log_level::error, completion_loss(ctx, "succeeded", cause));
-  return detail::ran{};
-}
-
-// No transaction: run, then complete on the store's own connection.
-detail::raw_outcome engine::run_alone(const context& ctx, const lease_token& token,
-                                      detail::function_ref<void()> action, detail::function_ref<payload()> encode) {
-  detail::heartbeat_scheduler::handle heartbeat;
+heartbeat_scheduler::handle engine_core::begin_held(const context& ctx, const lease_token& token) {
+  heartbeat_scheduler::handle heartbeat;
   try {
-    heartbeat = heartbeat_->start(ctx.id, token, ctx.lease);
+    heartbeat = heartbeat_.start(ctx.id, token, ctx.lease);
   } catch (...) {
     release_quietly(ctx, token, "after its heartbeat could not start");
     throw;
   }
-  detail::notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
+  notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
+  return heartbeat;
+}
+
+raw_outcome engine_core::finish(const context& ctx, const lease_token& token, heartbeat_scheduler::handle& heartbeat,
+                                const payload& value, std::exception_ptr failure) {
+  heartbeat.cancel();
+  if (failure) return completion_failed(ctx, token, std::move(failure), false);
+  notify(hooks_, "on_completed", ctx, [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
+  return ran{};
+}
+
+void engine_core::released(const context& ctx, std::exception_ptr error, std::string_view after) const noexcept {
+  if (!error) return;
+  if (is_lease_lost(error)) {
+    log(log_level::debug, fmt::format("lease on {} was taken over before it could be released {}", ctx.id.to_string(),
+                                      after));
+    return;
+  }
+  log(log_level::warning, fmt::format("could not release {} {}: {}; it stays in flight until its lease expires",
+                                      ctx.id.to_string(), after, describe(error)));
+}
+
+void engine_core::release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept {
+  try {
+    store_.release(ctx.id, token);
+  } catch (...) {
+    released(ctx, std::current_exception(), after);
+  }
+}
+
+// The action threw: its record was released (or could not be), so that a retry can succeed.
+void engine_core::action_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
+                                std::exception_ptr release_error) noexcept {
+  released(ctx, std::move(release_error), "after its action failed");
+  notify(hooks_, "on_failed", ctx, [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::action); });
+}
+
+void engine_core::action_threw(const context& ctx, const lease_token& token) noexcept {
+  const std::exception_ptr cause = std::current_exception();
+  std::exception_ptr release_error;
+  try {
+    store_.release(ctx.id, token);
+  } catch (...) {
+    release_error = std::current_exception();
+  }
+  action_failed(ctx, token, cause, std::move(release_error));
+}
+
+// The work happened but its record could not be written, so the record is not released: it
+// stays in progress until its lease expires and a retry steals it.
+raw_outcome engine_core::completion_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
+                                           bool always_propagate) {
+  notify(hooks_, "on_failed", ctx,
+         [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::completion); });
+  if (always_propagate || config_.failure_policy == completion_failure_policy::propagate)
+    std::rethrow_exception(cause);
+  log(log_level::error, completion_loss(ctx, "succeeded", cause));
+  return ran{};
+}
+
+// No transaction: run, then complete on the store's own connection.
+raw_outcome engine_core::run_alone(const context& ctx, const lease_token& token, function_ref<void()> action,
+                                   function_ref<payload()> encode) {
+  heartbeat_scheduler::handle heartbeat = begin_held(ctx, token);
   try {
     action();
   } catch (...) {
     heartbeat.cancel();
-    action_failed(ctx, token);
+    action_threw(ctx, token);
     throw;
   }
+  payload value;
+  std::exception_ptr failure;
   try {
-    payload value = encode();
+    value = encode();
     store_.complete(ctx.id, token, value, ctx.ttl);
-    heartbeat.cancel();
-    detail::notify(hooks_, "on_completed", ctx, [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
   } catch (...) {
-    heartbeat.cancel();
-    return completion_failed(ctx, token, std::current_exception(), false);
+    failure = std::current_exception();
   }
-  return detail::ran{};
+  return finish(ctx, token, heartbeat, value, std::move(failure));
+}
+
+// Asynchronously ------------------------------------------------------------------------------
+
+// One asynchronous call: the steps of run_alone, each started by the end of the one before, so
+// they never run at the same time. Owns what it uses, the engine's core included.
+struct async_call : std::enable_shared_from_this<async_call> {
+  async_call(std::shared_ptr<engine_core> c, const context& x, async_action a, std::function<payload()> e,
+             async_handler<raw_outcome> d)
+      : core(std::move(c)), ctx(x), action(std::move(a)), encode(std::move(e)), done(std::move(d)) {}
+
+  void fail(std::exception_ptr error) { done(std::move(error), raw_outcome{in_flight{}}); }
+
+  void claimed(std::exception_ptr error, acquire_result claim) {
+    if (error) return fail(std::move(error));
+    raw_outcome answer;
+    try {
+      if (core->answered(ctx, claim, answer)) return done(nullptr, std::move(answer));
+      token = std::get<acquired>(claim).token;
+      heartbeat = core->begin_held(ctx, token);
+    } catch (...) {
+      return fail(std::current_exception());
+    }
+    action([self = shared_from_this()](std::exception_ptr failure) { self->action_ended(std::move(failure)); });
+  }
+
+  void action_ended(std::exception_ptr cause) {
+    if (cause) {
+      heartbeat.cancel();
+      core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_error) {
+        self->core->action_failed(self->ctx, self->token, cause, std::move(release_error));
+        self->fail(cause);
+      });
+      return;
+    }
+    try {
+      value = encode();
+    } catch (...) {
+      return completed(std::current_exception());
+    }
+    core->store_.async_complete(ctx.id, token, value, ctx.ttl,
+                                [self = shared_from_this()](std::exception_ptr failure) { self->completed(failure); });
+  }
+
+  void completed(std::exception_ptr failure) {
+    raw_outcome result;
+    try {
+      result = core->finish(ctx, token, heartbeat, value, std::move(failure));
+    } catch (...) {
+      return fail(std::current_exception());
+    }
+    done(nullptr, std::move(result));
+  }
+
+  const std::shared_ptr<engine_core> core;
+  const context ctx;
+  const async_action action;
+  const std::function<payload()> encode;
+  const async_handler<raw_outcome> done;
+  lease_token token;
+  heartbeat_scheduler::handle heartbeat;
+  payload value;
+};
+
+void engine_core::async_run(const context& ctx, async_action action, std::function<payload()> encode,
+                            cancellation* cancel, async_handler<raw_outcome> done) {
+  std::shared_ptr<async_call> call;
+  try {
+    ctx.validate();
+    if (ctx.completion == completion_mode::join_transaction)
+      throw configuration_error(fmt::format(
+          "{} asks for completion_mode::join_transaction, but asynchronous calls take part in no transaction yet; "
+          "use completion_mode::autonomous, or call it synchronously inside the transaction",
+          ctx.id.to_string()));
+    call = std::make_shared<async_call>(shared_from_this(), ctx, std::move(action), std::move(encode), done);
+  } catch (...) {
+    done(std::current_exception(), raw_outcome{in_flight{}});
+    return;
+  }
+  store_.async_try_acquire(call->ctx, cancel, [call](std::exception_ptr error, acquire_result claim) {
+    call->claimed(std::move(error), std::move(claim));
+  });
 }
 
 // Under a transaction ---------------------------------------------------------------------------
@@ -260,7 +399,7 @@ detail::raw_outcome engine::run_alone(const context& ctx, const lease_token& tok
 // The state of one call whose terminal waits for the caller's transaction to end. It lives on the
 // heap, shared by the call and the transaction's callbacks, which may run during the action (the
 // action commits or rolls back itself) or after execute returned.
-class engine::transaction_call {
+class engine_core::transaction_call {
  public:
   enum class stage {
     action,     // the action runs; a transaction end is only recorded
@@ -269,7 +408,7 @@ class engine::transaction_call {
   };
   enum class ending { none, committed, rolled_back };
 
-  transaction_call(engine& e, const context& c, const lease_token& t) : owner(e), ctx(c), token(t) {}
+  transaction_call(engine_core& e, const context& c, const lease_token& t) : owner(e), ctx(c), token(t) {}
 
   // Before the commit: the lease must still be ours, or the work must not commit.
   void confirm_lease(transaction& tx) {
@@ -308,7 +447,7 @@ class engine::transaction_call {
   // The record was written inside the transaction that has now committed.
   void completed_inside() noexcept {
     heartbeat.cancel();
-    detail::notify(owner.hooks_, "on_completed", ctx,
+    notify(owner.hooks_, "on_completed", ctx,
                    [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
   }
 
@@ -317,13 +456,13 @@ class engine::transaction_call {
     try {
       owner.store_.complete(ctx.id, token, value, ctx.ttl);
       heartbeat.cancel();
-      detail::notify(owner.hooks_, "on_completed", ctx,
+      notify(owner.hooks_, "on_completed", ctx,
                      [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
     } catch (...) {
       heartbeat.cancel();
       const auto cause = std::current_exception();
       owner.log(log_level::error, completion_loss(ctx, done, cause));
-      detail::notify(owner.hooks_, "on_failed", ctx,
+      notify(owner.hooks_, "on_failed", ctx,
                      [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::completion); });
     }
   }
@@ -336,29 +475,28 @@ class engine::transaction_call {
                                   "the lease on {} was lost before its transaction committed", ctx.id.to_string())))
                             : std::make_exception_ptr(rollback_error(ctx.id.to_string()));
     const failure_phase phase = lost ? failure_phase::completion : failure_phase::rollback;
-    detail::notify(owner.hooks_, "on_failed", ctx,
+    notify(owner.hooks_, "on_failed", ctx,
                    [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, phase); });
   }
 
-  engine& owner;
+  engine_core& owner;
   const context ctx;
   const lease_token token;
   payload value;
-  detail::heartbeat_scheduler::handle heartbeat;
+  heartbeat_scheduler::handle heartbeat;
   stage current = stage::action;
   ending ended = ending::none;
   bool lost = false;
 };
 
-detail::raw_outcome engine::run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
-                                               detail::function_ref<void()> action,
-                                               detail::function_ref<payload()> encode) {
+raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
+                                            function_ref<void()> action, function_ref<payload()> encode) {
   // Everything the transaction's end needs is registered before the action runs, so that an end
   // inside the action is seen, and a failure to register releases the key at once.
   std::shared_ptr<transaction_call> call;
   try {
     call = std::make_shared<transaction_call>(*this, ctx, token);
-    call->heartbeat = heartbeat_->start(call->ctx.id, token, ctx.lease);
+    call->heartbeat = heartbeat_.start(call->ctx.id, token, ctx.lease);
     tx.after_rollback([call] { call->rolled_back(); });
     tx.after_commit([call] { call->committed(); });
     if (ctx.completion == completion_mode::autonomous)
@@ -371,14 +509,14 @@ detail::raw_outcome engine::run_in_transaction(const context& ctx, const lease_t
     release_quietly(ctx, token, "after it could not take part in the caller's transaction");
     throw;
   }
-  detail::notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
+  notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
 
   try {
     action();
   } catch (...) {
     call->current = transaction_call::stage::done;
     call->heartbeat.cancel();
-    action_failed(ctx, token);
+    action_threw(ctx, token);
     throw;
   }
 
@@ -394,7 +532,7 @@ detail::raw_outcome engine::run_in_transaction(const context& ctx, const lease_t
   if (call->ended == transaction_call::ending::rolled_back) {
     call->current = transaction_call::stage::done;
     call->release_after_rollback();
-    return detail::ran{};
+    return ran{};
   }
   if (call->ended == transaction_call::ending::committed) {
     call->current = transaction_call::stage::done;
@@ -403,7 +541,7 @@ detail::raw_outcome engine::run_in_transaction(const context& ctx, const lease_t
                                           "after the commit instead of inside it",
                                           ctx.id.to_string()));
     call->complete_now("committed");
-    return detail::ran{};
+    return ran{};
   }
 
   if (ctx.completion == completion_mode::join_transaction) {
@@ -424,7 +562,8 @@ detail::raw_outcome engine::run_in_transaction(const context& ctx, const lease_t
     }
   }
   call->current = transaction_call::stage::waiting;
-  return detail::ran{};
+  return ran{};
 }
 
+}  // namespace detail
 }  // namespace idem

@@ -2,7 +2,13 @@
 #include <idem/errors.hpp>
 #include <idem/store.hpp>
 
+#include <atomic>
+#include <memory>
+#include <utility>
+
 #include <fmt/format.h>
+
+#include "blocking_pool.hpp"
 
 namespace idem {
 
@@ -22,6 +28,77 @@ std::string store::join_problem(const transaction&) const {
   return fmt::format("{} cannot complete inside a caller's transaction; use a store that can, such as sqlite_store or "
                      "postgres_store, or completion_mode::autonomous",
                      name());
+}
+
+// The default asynchronous operations: the blocking ones, on the shared pool. The store object
+// outlives the operation (the interface's rule), so the tasks capture `this`.
+
+void store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
+  // Whoever flips `answered` first calls the handler: the blocking call, or a cancellation request.
+  struct call_state {
+    call_state(const context& c, async_handler<acquire_result> d) : ctx(c), done(std::move(d)) {}
+    const context ctx;
+    const async_handler<acquire_result> done;
+    std::atomic<bool> answered{false};
+  };
+  auto state = std::make_shared<call_state>(ctx, std::move(done));
+  if (cancel != nullptr && ctx.wait > std::chrono::milliseconds::zero()) {
+    const bool installed = cancel->install([state] {
+      if (!state->answered.exchange(true))
+        state->done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+    });
+    if (!installed) {
+      state->done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+      return;
+    }
+  }
+  detail::blocking_pool::shared().post([this, state, cancel] {
+    std::exception_ptr error;
+    acquire_result answer{in_flight{}};
+    try {
+      answer = try_acquire(state->ctx);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    if (cancel != nullptr) cancel->clear();
+    if (!state->answered.exchange(true)) {
+      state->done(error, std::move(answer));
+      return;
+    }
+    // Cancelled meanwhile: nobody will run the action for a record acquired after all.
+    if (auto* got = std::get_if<acquired>(&answer)) {
+      try {
+        release(state->ctx.id, got->token);
+      } catch (...) {
+        // It stays in progress until its lease expires.
+      }
+    }
+  });
+}
+
+void store::async_complete(const identity& id, const lease_token& token, const payload& value,
+                           std::chrono::milliseconds ttl, async_done done) {
+  detail::blocking_pool::shared().post([this, id, token, value, ttl, done = std::move(done)] {
+    std::exception_ptr error;
+    try {
+      complete(id, token, value, ttl);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(error);
+  });
+}
+
+void store::async_release(const identity& id, const lease_token& token, async_done done) {
+  detail::blocking_pool::shared().post([this, id, token, done = std::move(done)] {
+    std::exception_ptr error;
+    try {
+      release(id, token);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(error);
+  });
 }
 
 }  // namespace idem

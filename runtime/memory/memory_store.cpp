@@ -7,10 +7,13 @@
 // precomputed hash (heterogeneous lookup): a replay allocates nothing but the payload it returns,
 // a first call allocates the map node and its strings.
 //
-// Waiting: a duplicate sleeps on its shard's condition variable until the holder completes or
-// releases (both notify, but only when the shard has waiters), until the holder's lease expires
-// (then it steals), or until its own deadline. Leases and expiry use steady_clock; completed_at is
-// system_clock.
+// Waiting: a duplicate that finds the record held registers a waiter on its shard (blocking
+// callers and asynchronous ones alike) and a timer at the sooner of its deadline and the holder's
+// lease expiry. A complete, release or purge re-looks for the shard's waiters of that record (under
+// the shard's lock, so the answer is the record's state at that moment) and answers those it can;
+// a timer re-looks and steals an expired lease or answers in flight; a cancellation answers
+// operation_cancelled. Handlers run after the lock is released. A blocking try_acquire waits for
+// its waiter's handler. Leases and expiry use steady_clock; completed_at is system_clock.
 #include <idem/memory_store.hpp>
 
 #include <algorithm>
@@ -27,9 +30,13 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <idem/deadline.hpp>
+#include <idem/detail/function_ref.hpp>
 #include <idem/errors.hpp>
+
+#include "../core/timer_queue.hpp"
 
 namespace idem {
 namespace {
@@ -146,17 +153,53 @@ struct memory_record {
 
 }  // namespace detail
 
+// A caller waiting for a record's holder: a blocking try_acquire or an async_try_acquire.
+// Registered in its shard while it waits; guarded by the shard's mutex.
+struct memory_store::waiter {
+  waiter(const context& c, std::string k, std::size_t h, cancellation* cancel_request,
+         async_handler<acquire_result> handler)
+      : ctx(c), key(std::move(k)), hash(h), cancel(cancel_request), done(std::move(handler)) {}
+
+  const context ctx;
+  const std::string key;  // the composite key
+  const std::size_t hash;
+  std::optional<detail::waiter_count::scope> counted;  // while registered
+  cancellation* const cancel;  // may be null
+  async_handler<acquire_result> done;
+  steady::time_point deadline;
+  detail::timer_queue::timer timer;
+};
+
 struct alignas(64) memory_store::shard {
   std::mutex mutex;
-  std::condition_variable changed;  // a record completed, was released or purged
-  std::size_t waiters = 0;          // threads sleeping on `changed`; guarded by `mutex`
   std::unordered_map<std::string, detail::memory_record, key_hash, key_equal> records;
+  std::vector<std::shared_ptr<waiter>> waiters;  // guarded by `mutex`
+};
 
-  // Wakes the sleepers, if any. Called with `mutex` held.
-  void notify_locked() {
-    if (waiters > 0) changed.notify_all();
+// Answers taken from their shard, handed out once its lock is released.
+struct memory_store::ready_list {
+  struct entry {
+    std::shared_ptr<waiter> who;
+    std::exception_ptr error;
+    acquire_result result;
+  };
+  std::vector<entry> entries;
+
+  void add(std::shared_ptr<waiter> who, acquire_result result) {
+    entries.push_back({std::move(who), nullptr, std::move(result)});
+  }
+  void add(std::shared_ptr<waiter> who, std::exception_ptr error) {
+    entries.push_back({std::move(who), std::move(error), acquire_result{in_flight{}}});
   }
 };
+
+void memory_store::answer(ready_list& ready) {
+  for (ready_list::entry& e : ready.entries) {
+    if (e.who->cancel != nullptr) e.who->cancel->clear();
+    e.who->done(e.error, std::move(e.result));
+  }
+  ready.entries.clear();
+}
 
 namespace {
 
@@ -179,59 +222,224 @@ std::size_t shard_index(std::size_t hash, std::size_t mask) noexcept {
 
 memory_store::memory_store(memory_store_options options)
     : shards_(std::make_unique<shard[]>(shard_count_for(options.shards))),
-      shard_mask_(shard_count_for(options.shards) - 1) {}
+      shard_mask_(shard_count_for(options.shards) - 1),
+      timers_(std::make_unique<detail::timer_queue>()) {}
 
-memory_store::~memory_store() = default;
+memory_store::~memory_store() {
+  // No timer fires from here on; callers still waiting are answered, so none hangs.
+  timers_->stop();
+  ready_list ready;
+  for (std::size_t i = 0; i <= shard_mask_; ++i) {
+    shard& s = shards_[i];
+    std::lock_guard lock(s.mutex);
+    while (!s.waiters.empty()) {
+      const std::string record = s.waiters.back()->ctx.id.to_string();
+      ready.add(take_locked(s, s.waiters.size() - 1),
+                std::make_exception_ptr(store_unavailable_error(
+                    "memory_store: cannot try_acquire " + record + ": the store was destroyed while the caller waited",
+                    "try_acquire", record)));
+    }
+  }
+  answer(ready);
+}
 
 memory_store::shard& memory_store::shard_for(std::size_t hash) const {
   return shards_[shard_index(hash, shard_mask_)];
 }
 
-acquire_result memory_store::try_acquire(const context& ctx) {
+namespace {
+
+// What one look at a record found: the answer, or the time the holder's lease ends.
+struct look_result {
+  std::optional<acquire_result> answer;
+  steady::time_point held_until{};
+};
+
+// One look at `key`'s record for `ctx`, under its shard's lock: acquires an absent, expired or
+// stolen record, replays a complete one, or reports the holder's lease.
+template <class Records>
+look_result look(Records& records, const hashed_key& key, const context& ctx, steady::time_point now) {
+  auto it = records.find(key);
+  if (it == records.end()) {
+    const lease_token token = lease_token::generate();
+    records.try_emplace(std::string(key.text)).first->second.acquire(ctx, token, now);
+    return {acquired{token}};
+  }
+  detail::memory_record& record = it->second;
+  if (record.complete) {
+    if (record.expires <= now) {  // past its ttl: absent for this acquisition
+      const lease_token token = lease_token::generate();
+      record.acquire(ctx, token, now);
+      return {acquired{token}};
+    }
+    if (record.fingerprint && ctx.fingerprint && *record.fingerprint != *ctx.fingerprint) {
+      return {fingerprint_mismatch{*record.fingerprint, *ctx.fingerprint}};
+    }
+    return {duplicate{record.value, record.completed_at}};
+  }
+  if (record.lease_expires <= now) {  // the holder's lease expired: steal it
+    const lease_token token = lease_token::generate();
+    record.acquire(ctx, token, now);
+    return {acquired{token}};
+  }
+  return {std::nullopt, record.lease_expires};
+}
+
+}  // namespace
+
+std::shared_ptr<memory_store::waiter> memory_store::take_locked(shard& s, std::size_t index) {
+  std::shared_ptr<waiter> w = std::move(s.waiters[index]);
+  s.waiters[index] = std::move(s.waiters.back());
+  s.waiters.pop_back();
+  timers_->cancel(w->timer);
+  w->counted.reset();
+  return w;
+}
+
+bool memory_store::settle_locked(shard& s, std::size_t index, steady::time_point now, ready_list& ready) {
+  waiter& w = *s.waiters[index];
+  look_result found = look(s.records, hashed_key{w.key, w.hash}, w.ctx, now);
+  if (!found.answer && now >= w.deadline) found.answer = in_flight{remaining_lease(found.held_until, now)};
+  if (found.answer) {
+    ready.add(take_locked(s, index), std::move(*found.answer));
+    return true;
+  }
+  arm_locked(s, index, std::min(w.deadline, found.held_until));
+  return false;
+}
+
+void memory_store::arm_locked(shard& s, std::size_t index, steady::time_point wake) {
+  waiter& w = *s.waiters[index];
+  if (w.timer && w.timer.at == wake) return;
+  timers_->cancel(w.timer);
+  w.timer = timers_->schedule(wake, [this, &s, weak = std::weak_ptr<waiter>(s.waiters[index])] { on_timer(s, weak); });
+}
+
+void memory_store::relook_locked(shard& s, std::string_view key, ready_list& ready) {
+  if (s.waiters.empty()) return;
+  const steady::time_point now = steady::now();
+  for (std::size_t i = 0; i < s.waiters.size();) {
+    if (!key.empty() && s.waiters[i]->key != key) {
+      ++i;
+      continue;
+    }
+    if (!settle_locked(s, i, now, ready)) ++i;  // a taken waiter's place holds the last one now
+  }
+}
+
+std::optional<std::size_t> memory_store::find_locked(const shard& s, const std::weak_ptr<waiter>& who) {
+  const std::shared_ptr<waiter> w = who.lock();
+  if (!w) return std::nullopt;
+  for (std::size_t i = 0; i < s.waiters.size(); ++i) {
+    if (s.waiters[i] == w) return i;
+  }
+  return std::nullopt;
+}
+
+void memory_store::on_timer(shard& s, const std::weak_ptr<waiter>& who) {
+  ready_list ready;
+  {
+    std::lock_guard lock(s.mutex);
+    if (const auto index = find_locked(s, who)) {
+      s.waiters[*index]->timer = {};  // this one fired
+      settle_locked(s, *index, steady::now(), ready);
+    }
+  }
+  answer(ready);
+}
+
+void memory_store::on_cancel(shard& s, const std::weak_ptr<waiter>& who) {
+  ready_list ready;
+  {
+    std::lock_guard lock(s.mutex);
+    if (const auto index = find_locked(s, who)) {
+      ready.add(take_locked(s, *index), std::make_exception_ptr(operation_cancelled()));
+    }
+  }
+  answer(ready);
+}
+
+bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
+                                detail::function_ref<async_handler<acquire_result>()> make_handler,
+                                acquire_result& answered) {
   const composite_key composite(ctx.id);
   const hashed_key key{composite.view(), key_hash{}(composite.view())};
   shard& s = shard_for(key.hash);
-  const steady::time_point deadline = deadline_after(ctx.wait);
-  detail::waiter_count::scope waiting(waiters_);
-
-  std::unique_lock lock(s.mutex);
-  for (;;) {
+  std::shared_ptr<waiter> refused;  // cancelled before it could wait
+  {
+    std::lock_guard lock(s.mutex);
     const steady::time_point now = steady::now();
-    auto it = s.records.find(key);
-    if (it == s.records.end()) {
-      const lease_token token = lease_token::generate();
-      s.records.try_emplace(std::string(key.text)).first->second.acquire(ctx, token, now);
-      return acquired{token};
+    look_result found = look(s.records, key, ctx, now);
+    if (found.answer) {
+      answered = std::move(*found.answer);
+      return true;
     }
-
-    detail::memory_record& record = it->second;
-    if (record.complete) {
-      if (record.expires <= now) {  // past its ttl: absent for this acquisition
-        const lease_token token = lease_token::generate();
-        record.acquire(ctx, token, now);
-        return acquired{token};
-      }
-      if (record.fingerprint && ctx.fingerprint && *record.fingerprint != *ctx.fingerprint) {
-        return fingerprint_mismatch{*record.fingerprint, *ctx.fingerprint};
-      }
-      return duplicate{record.value, record.completed_at};
+    if (ctx.wait <= std::chrono::milliseconds::zero()) {
+      answered = in_flight{remaining_lease(found.held_until, now)};
+      return true;
     }
-
-    if (record.lease_expires <= now) {  // the holder's lease expired: steal it
-      const lease_token token = lease_token::generate();
-      record.acquire(ctx, token, now);
-      return acquired{token};
+    auto w = std::make_shared<waiter>(ctx, std::string(key.text), key.hash, cancel, make_handler());
+    w->deadline = saturating_add(now, ctx.wait);
+    if (cancel != nullptr &&
+        !cancel->install([this, &s, weak = std::weak_ptr<waiter>(w)] { on_cancel(s, weak); })) {
+      refused = std::move(w);
+    } else {
+      w->counted.emplace(waiters_);
+      w->counted->begin();  // under the shard's lock: a complete that follows finds it waiting
+      s.waiters.push_back(w);
+      arm_locked(s, s.waiters.size() - 1, std::min(w->deadline, found.held_until));
     }
-    if (now >= deadline) return in_flight{remaining_lease(record.lease_expires, now)};
-
-    // Sleep until the holder completes or releases (notified), its lease expires, or our
-    // deadline passes; then look again. `record` may be gone by then: it is found afresh.
-    const steady::time_point wake = std::min(deadline, record.lease_expires);
-    waiting.begin();  // counted under the shard's lock: a complete that follows finds us waiting
-    ++s.waiters;
-    s.changed.wait_until(lock, wake);
-    --s.waiters;
   }
+  if (refused) refused->done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+  return false;
+}
+
+acquire_result memory_store::try_acquire(const context& ctx) {
+  // The waiter's handler hands the answer to this thread.
+  struct blocking_wait {
+    std::mutex mutex;
+    std::condition_variable answered;
+    bool done = false;
+    std::exception_ptr error;
+    acquire_result result{in_flight{}};
+  } wait;
+  acquire_result answer{in_flight{}};
+  if (look_or_wait(ctx, nullptr,
+                   [&]() -> async_handler<acquire_result> {
+                     return [&wait](std::exception_ptr error, acquire_result result) {
+                       std::lock_guard lock(wait.mutex);
+                       wait.error = std::move(error);
+                       wait.result = std::move(result);
+                       wait.done = true;
+                       wait.answered.notify_one();  // under the lock: `wait` lives until it is released
+                     };
+                   },
+                   answer)) {
+    return answer;
+  }
+  std::unique_lock lock(wait.mutex);
+  wait.answered.wait(lock, [&] { return wait.done; });
+  if (wait.error) std::rethrow_exception(wait.error);
+  return std::move(wait.result);
+}
+
+void memory_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
+  bool handed_over = false;
+  acquire_result answer{in_flight{}};
+  try {
+    if (!look_or_wait(ctx, cancel,
+                      [&] {
+                        handed_over = true;
+                        return std::move(done);
+                      },
+                      answer)) {
+      return;
+    }
+  } catch (...) {
+    if (!handed_over) done(std::current_exception(), acquire_result{in_flight{}});
+    return;
+  }
+  done(nullptr, std::move(answer));
 }
 
 void memory_store::complete(const identity& id, const lease_token& token, const payload& value,
@@ -242,6 +450,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
 
   payload copy = value;  // copied before locking: a large body does not lengthen the critical section
   std::optional<lease_lost_reason> lost;
+  ready_list ready;
   {
     std::lock_guard lock(s.mutex);
     auto it = s.records.find(key);
@@ -258,9 +467,10 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
       record.token = lease_token{};
       record.completed_at = std::chrono::system_clock::now();
       record.expires = saturating_add(steady::now(), ttl);
-      s.notify_locked();
+      relook_locked(s, key.text, ready);
     }
   }
+  answer(ready);
   if (lost) throw_lease_lost("complete", id, *lost);
 }
 
@@ -270,6 +480,7 @@ void memory_store::release(const identity& id, const lease_token& token) {
   shard& s = shard_for(key.hash);
 
   std::optional<lease_lost_reason> lost;
+  ready_list ready;
   {
     std::lock_guard lock(s.mutex);
     auto it = s.records.find(key);
@@ -281,10 +492,33 @@ void memory_store::release(const identity& id, const lease_token& token) {
       lost = lease_lost_reason::other_token;
     } else {
       s.records.erase(it);
-      s.notify_locked();
+      relook_locked(s, key.text, ready);  // the first waiter acquires it afresh
     }
   }
+  answer(ready);
   if (lost) throw_lease_lost("release", id, *lost);
+}
+
+// The memory store's operations finish at once: the asynchronous ones answer before returning.
+void memory_store::async_complete(const identity& id, const lease_token& token, const payload& value,
+                                  std::chrono::milliseconds ttl, async_done done) {
+  std::exception_ptr error;
+  try {
+    complete(id, token, value, ttl);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(error);
+}
+
+void memory_store::async_release(const identity& id, const lease_token& token, async_done done) {
+  std::exception_ptr error;
+  try {
+    release(id, token);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(error);
 }
 
 bool memory_store::extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) {
@@ -295,7 +529,7 @@ bool memory_store::extend(const identity& id, const lease_token& token, std::chr
   std::lock_guard lock(s.mutex);
   auto it = s.records.find(key);
   if (it == s.records.end() || it->second.complete || it->second.token != token) return false;
-  // Waiters sleeping until the old expiry wake then, see the new one and sleep again.
+  // Waiters whose timer is due at the old expiry wake then, see the new one and wait again.
   it->second.lease_expires = saturating_add(steady::now(), lease);
   return true;
 }
@@ -304,12 +538,16 @@ std::size_t memory_store::purge_expired() {
   std::size_t purged = 0;
   for (std::size_t i = 0; i <= shard_mask_; ++i) {
     shard& s = shards_[i];
-    std::lock_guard lock(s.mutex);
-    const steady::time_point now = steady::now();
-    const std::size_t removed =
-        std::erase_if(s.records, [now](const auto& entry) { return entry.second.purgeable(now); });
-    if (removed > 0) s.notify_locked();
-    purged += removed;
+    ready_list ready;
+    {
+      std::lock_guard lock(s.mutex);
+      const steady::time_point now = steady::now();
+      const std::size_t removed =
+          std::erase_if(s.records, [now](const auto& entry) { return entry.second.purgeable(now); });
+      if (removed > 0) relook_locked(s, {}, ready);
+      purged += removed;
+    }
+    answer(ready);
   }
   return purged;
 }

@@ -1,0 +1,274 @@
+// idem/asio.hpp — idempotent calls that suspend instead of blocking, on Boost.Asio (target idem::asio).
+//
+//   boost::asio::awaitable<void> on(const OrderPlaced& event) {
+//     auto ctx = engine.make_context("Orders.on", event.id, {.wait = std::chrono::seconds(5)});
+//     idem::outcome<Receipt> o = co_await idem::async_execute(
+//         engine, ctx, [&]() -> boost::asio::awaitable<Receipt> { co_return co_await settle(event); },
+//         idem::json_codec{}, boost::asio::use_awaitable);
+//   }
+//
+// async_execute follows Asio's completion-token rules (use_awaitable, deferred, use_future, a
+// callback), with the completion signature void(std::exception_ptr, idem::outcome<T>): with
+// use_awaitable, co_await yields the outcome or rethrows. The semantics are engine::execute's
+// (executed, replayed, in flight; release on a throw; heartbeat; listeners exactly once; the
+// completion-failure policy; fingerprints), and no thread is parked for the call: a duplicate's
+// wait is a registration in the store plus a timer (see store::async_try_acquire for stores
+// without asynchronous operations of their own).
+//
+// Where things run: the action, and the completion, on the completion handler's associated
+// executor (the coroutine's with use_awaitable; a plain callback without one gets
+// boost::asio::system_executor). The call keeps that executor's work count up until it completes.
+//
+// Cancellation (bind_cancellation_slot, awaitable operators `||`): requested while the call waits
+// for a holder, it completes with boost::asio::error::operation_aborted and changes nothing
+// stored; requested while an awaitable action runs, it is passed on to the action, which decides:
+// if it ends by throwing, the record is released as for any throw. A plain action is not
+// interrupted.
+//
+// Transactions: a thread's active transaction does not survive a co_await, so asynchronous calls
+// ignore it, and completion_mode::join_transaction is refused (configuration_error through the
+// token) until asynchronous calls take a transaction explicitly.
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <idem/codec.hpp>
+#include <idem/engine.hpp>
+#include <idem/outcome.hpp>
+
+namespace idem {
+namespace detail::asio {
+
+// The value type of an action: T for a callable returning boost::asio::awaitable<T>, else its
+// result type.
+template <class R>
+struct action_traits {
+  using value_type = R;
+  static constexpr bool awaitable = false;
+};
+template <class T, class Executor>
+struct action_traits<boost::asio::awaitable<T, Executor>> {
+  using value_type = T;
+  static constexpr bool awaitable = true;
+};
+template <class Action>
+using action_result = std::remove_cvref_t<std::invoke_result_t<Action&>>;
+template <class Action>
+using value_of = typename action_traits<action_result<Action>>::value_type;
+
+// A codec for calls whose action returns nothing: the record is payload::none().
+struct no_codec {};
+
+// What an error delivered by the engine means to an Asio caller: a cancelled wait is
+// operation_aborted; everything else is passed on unchanged.
+inline std::exception_ptr for_asio(std::exception_ptr error) {
+  if (!error) return error;
+  try {
+    std::rethrow_exception(error);
+  } catch (const operation_cancelled&) {
+    return std::make_exception_ptr(boost::system::system_error(boost::asio::error::operation_aborted));
+  } catch (...) {
+    return error;
+  }
+}
+
+// The state one call keeps between its steps. Shared by the engine's callbacks, the cancellation
+// slot's handler and the posted completion.
+template <class T, class Handler, class Action, class Codec>
+class operation : public std::enable_shared_from_this<operation<T, Handler, Action, Codec>> {
+ public:
+  using executor_type = boost::asio::associated_executor_t<Handler, boost::asio::system_executor>;
+  using stored = std::conditional_t<std::is_void_v<T>, bool, T>;  // bool: "the void action returned"
+
+  operation(Handler handler, Action action, Codec codec)
+      : handler_(std::move(handler)),
+        executor_(boost::asio::get_associated_executor(handler_, boost::asio::system_executor())),
+        work_(executor_),
+        action_(std::move(action)),
+        codec_(std::move(codec)) {}
+
+  void start(engine& eng, const context& ctx) {
+    auto slot = boost::asio::get_associated_cancellation_slot(handler_);
+    if (slot.is_connected()) {
+      std::weak_ptr<operation> weak = this->shared_from_this();
+      slot.assign([weak](boost::asio::cancellation_type type) {
+        if (auto self = weak.lock()) self->cancel(type);
+      });
+    }
+    auto self = this->shared_from_this();
+    eng.async_run(
+        ctx, [self](async_done finished) { self->run_action(std::move(finished)); },
+        [self]() -> payload { return self->encode(); }, &cancel_,
+        [self](std::exception_ptr error, detail::raw_outcome raw) { self->finish(std::move(error), std::move(raw)); });
+  }
+
+ private:
+  enum class stage { claiming, acting, done };
+
+  void cancel(boost::asio::cancellation_type type) {
+    const stage now = stage_.load();
+    if (now == stage::claiming) {
+      cancel_.request();
+    } else if (now == stage::acting) {
+      child_.emit(type);
+    }
+  }
+
+  void run_action(async_done finished) {
+    stage_.store(stage::acting);
+    if (cancel_.requested()) child_.emit(boost::asio::cancellation_type::terminal);
+    boost::asio::post(executor_, [self = this->shared_from_this(), finished = std::move(finished)]() mutable {
+      self->invoke_action(std::move(finished));
+    });
+  }
+
+  void invoke_action(async_done finished) {
+    if constexpr (action_traits<action_result<Action>>::awaitable) {
+      auto self = this->shared_from_this();
+      std::optional<action_result<Action>> coroutine;
+      try {
+        coroutine.emplace(std::invoke(action_));
+      } catch (...) {
+        return finished(std::current_exception());
+      }
+      if constexpr (std::is_void_v<T>) {
+        boost::asio::co_spawn(executor_, std::move(*coroutine),
+                              boost::asio::bind_cancellation_slot(
+                                  child_.slot(), [self, finished = std::move(finished)](std::exception_ptr error) {
+                                    if (!error) self->value_.emplace(true);
+                                    finished(error);
+                                  }));
+      } else {
+        boost::asio::co_spawn(executor_, std::move(*coroutine),
+                              boost::asio::bind_cancellation_slot(
+                                  child_.slot(), [self, finished = std::move(finished)](std::exception_ptr error, T value) {
+                                    if (!error) self->value_.emplace(std::move(value));
+                                    finished(error);
+                                  }));
+      }
+    } else {
+      std::exception_ptr error;
+      try {
+        if constexpr (std::is_void_v<T>) {
+          std::invoke(action_);
+          value_.emplace(true);
+        } else {
+          value_.emplace(std::invoke(action_));
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      finished(error);
+    }
+  }
+
+  payload encode() {
+    if constexpr (std::is_void_v<T>) {
+      return payload::none();
+    } else {
+      return codec_.encode(*value_);
+    }
+  }
+
+  void finish(std::exception_ptr error, detail::raw_outcome raw) {
+    stage_.store(stage::done);
+    std::optional<outcome<T>> result;
+    if (!error) {
+      try {
+        result.emplace(to_outcome(std::move(raw)));
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    if (!result) result.emplace(in_flight{});
+    boost::asio::post(executor_, [self = this->shared_from_this(), error = for_asio(std::move(error)),
+                                  result = std::move(*result)]() mutable {
+      boost::asio::get_associated_cancellation_slot(self->handler_).clear();
+      Handler handler = std::move(self->handler_);
+      self->work_.reset();
+      std::move(handler)(error, std::move(result));
+    });
+  }
+
+  outcome<T> to_outcome(detail::raw_outcome raw) {
+    if (auto* d = std::get_if<duplicate>(&raw)) {
+      if constexpr (std::is_void_v<T>) {
+        return replayed<void>{d->completed_at};
+      } else {
+        return replayed<T>{decode_with<T>(codec_, d->value), d->completed_at};
+      }
+    }
+    if (auto* f = std::get_if<in_flight>(&raw)) return *f;
+    if constexpr (std::is_void_v<T>) {
+      return executed<void>{};
+    } else {
+      return executed<T>{std::move(*value_)};
+    }
+  }
+
+  Handler handler_;
+  executor_type executor_;
+  boost::asio::executor_work_guard<executor_type> work_;
+  Action action_;
+  Codec codec_;
+  std::optional<stored> value_;
+  cancellation cancel_;                   // the engine's wait for a holder
+  boost::asio::cancellation_signal child_;  // passed on to an awaitable action
+  std::atomic<stage> stage_{stage::claiming};
+};
+
+template <class T, class Action, class Codec, class CompletionToken>
+auto initiate(engine& eng, const context& ctx, Action&& action, Codec codec, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, outcome<T>)>(
+      [&eng](auto handler, const context& c, auto act, Codec cod) {
+        using op_type = operation<T, decltype(handler), decltype(act), Codec>;
+        std::make_shared<op_type>(std::move(handler), std::move(act), std::move(cod))->start(eng, c);
+      },
+      token, ctx, std::forward<Action>(action), std::move(codec));
+}
+
+}  // namespace detail::asio
+
+// Runs `action` at most once for ctx.id, asynchronously, and completes with executed, replayed
+// (decoded with `codec`) or in flight: engine::execute's semantics, see the file comment. `action`
+// is a callable returning boost::asio::awaitable<T> (run as a child coroutine on the handler's
+// executor) or T (run there inline). Errors — an invalid context, join_transaction,
+// fingerprint_mismatch_error, store errors, what the action threw — are delivered through the
+// token, never thrown from this function. `eng` must outlive the initiation; the call keeps what
+// it needs of the engine afterwards, and the store must outlive it.
+template <class Action, class Codec, class CompletionToken, class T = detail::asio::value_of<Action>>
+  requires(!std::is_void_v<T>) && codec_for<Codec, T>
+auto async_execute(engine& eng, const context& ctx, Action&& action, const Codec& codec, CompletionToken&& token) {
+  return detail::asio::initiate<T>(eng, ctx, std::forward<Action>(action), codec,
+                                   std::forward<CompletionToken>(token));
+}
+
+// The same for an action that returns nothing (awaitable<void> or void): a payload::none() record
+// is stored, and the completion signature is void(std::exception_ptr, idem::outcome<void>).
+template <class Action, class CompletionToken>
+  requires std::is_void_v<detail::asio::value_of<Action>>
+auto async_execute(engine& eng, const context& ctx, Action&& action, CompletionToken&& token) {
+  return detail::asio::initiate<void>(eng, ctx, std::forward<Action>(action), detail::asio::no_codec{},
+                                      std::forward<CompletionToken>(token));
+}
+
+}  // namespace idem

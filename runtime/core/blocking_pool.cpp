@@ -1,0 +1,68 @@
+// runtime/core/blocking_pool.cpp — a few threads that run blocking store calls for asynchronous callers.
+#include "blocking_pool.hpp"
+
+#include <utility>
+
+namespace idem::detail {
+
+blocking_pool::blocking_pool(std::size_t max_threads) : max_threads_(max_threads < 1 ? 1 : max_threads) {}
+
+blocking_pool::~blocking_pool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  queued_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void blocking_pool::post(std::function<void()> task) {
+  std::lock_guard lock(mutex_);
+  tasks_.push_back(std::move(task));
+  if (idle_ == 0 && threads_.size() < max_threads_) {
+    try {
+      threads_.emplace_back([this] { run(); });
+    } catch (...) {
+      if (threads_.empty()) {
+        tasks_.pop_back();
+        throw;
+      }
+    }
+  }
+  queued_.notify_one();
+}
+
+std::size_t blocking_pool::threads() const {
+  std::lock_guard lock(mutex_);
+  return threads_.size();
+}
+
+blocking_pool& blocking_pool::shared() {
+  static blocking_pool pool(4);
+  return pool;
+}
+
+void blocking_pool::run() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    if (tasks_.empty()) {
+      if (stopping_) return;
+      ++idle_;
+      queued_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      --idle_;
+      continue;
+    }
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    try {
+      task();
+    } catch (...) {
+      // Tasks report through their own handlers.
+    }
+    task = nullptr;
+    lock.lock();
+  }
+}
+
+}  // namespace idem::detail

@@ -1,0 +1,69 @@
+// runtime/core/engine_core.hpp — what an engine's calls use: the store, the configuration, the
+// hooks and the heartbeat. Shared, so that an asynchronous call still running when its engine
+// object is destroyed keeps what it uses until it ends.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <idem/engine.hpp>
+#include <idem/transaction.hpp>
+
+#include "heartbeat_scheduler.hpp"
+
+namespace idem::detail {
+
+class engine_core : public std::enable_shared_from_this<engine_core> {
+ public:
+  engine_core(store& backing_store, const config& settings, engine_hooks hooks);
+
+  // engine::execute's call, type-erased; see engine.hpp.
+  raw_outcome run(const context& ctx, function_ref<void()> action, function_ref<payload()> encode);
+  // engine::async_run's call; see engine.hpp.
+  void async_run(const context& ctx, async_action action, std::function<payload()> encode, cancellation* cancel,
+                 async_handler<raw_outcome> done);
+
+  // Hands `message` to the log sink; a sink that throws is ignored.
+  void log(log_level level, std::string message) const noexcept;
+
+  store& store_;
+  const config config_;
+  const engine_hooks hooks_;
+  heartbeat_scheduler heartbeat_;
+
+ private:
+  friend struct async_call;
+  class transaction_call;  // the state of a call whose record waits for a transaction to end
+
+  // What a claim answers when it did not acquire: true with `out` set for a duplicate or in
+  // flight (listeners notified); throws fingerprint_mismatch_error.
+  bool answered(const context& ctx, acquire_result& claim, raw_outcome& out);
+  // The record is held: starts its heartbeat and notifies on_acquired. Releases and rethrows
+  // when the heartbeat cannot start.
+  heartbeat_scheduler::handle begin_held(const context& ctx, const lease_token& token);
+  // The completion was attempted (`failure` null when it succeeded): stops the heartbeat, then
+  // reports the terminal. Follows the completion-failure policy: may throw.
+  raw_outcome finish(const context& ctx, const lease_token& token, heartbeat_scheduler::handle& heartbeat,
+                     const payload& value, std::exception_ptr failure);
+
+  raw_outcome run_alone(const context& ctx, const lease_token& token, function_ref<void()> action,
+                        function_ref<payload()> encode);
+  raw_outcome run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
+                                 function_ref<void()> action, function_ref<payload()> encode);
+  void check_join(const context& ctx, transaction* tx) const;
+  // The action failed with `cause` and its record was released (`release_error` if that failed).
+  void action_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
+                     std::exception_ptr release_error) noexcept;
+  // In a catch block: releases the record the action held (on this thread), then action_failed().
+  void action_threw(const context& ctx, const lease_token& token) noexcept;
+  raw_outcome completion_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
+                                bool always_propagate);
+  // Releases on the calling thread; a failure is logged (see released()).
+  void release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept;
+  // What a release that failed with `error` (null: it succeeded) means, logged.
+  void released(const context& ctx, std::exception_ptr error, std::string_view after) const noexcept;
+};
+
+}  // namespace idem::detail

@@ -1,0 +1,400 @@
+// tests/async/async_execute_test.cpp — idem::async_execute on Boost.Asio over the memory store:
+// no thread parked per call, engine::execute's semantics, completion tokens, cancellation, and
+// engines and stores destroyed with calls pending.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <idem/asio.hpp>
+#include <idem/idem.hpp>
+
+#include "support/eventually.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using idem::test::eventually;
+
+std::size_t thread_count() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+idem::config quiet_config() {
+  idem::config c;
+  c.purge_interval = std::chrono::milliseconds::zero();
+  return c;
+}
+
+// Counts every lifecycle event, to check that each call reports exactly one terminal.
+struct counting_listener final : idem::lifecycle_listener {
+  std::atomic<int> acquired{0}, completed{0}, failed{0}, duplicates{0}, in_flight{0};
+  void on_acquired(const idem::context&, const idem::lease_token&) override { ++acquired; }
+  void on_completed(const idem::context&, const idem::lease_token&, const idem::payload&) override { ++completed; }
+  void on_failed(const idem::context&, const idem::lease_token&, std::exception_ptr, idem::failure_phase) override {
+    ++failed;
+  }
+  void on_duplicate(const idem::context&, const idem::payload&, std::chrono::system_clock::time_point) override {
+    ++duplicates;
+  }
+  void on_in_flight(const idem::context&, std::chrono::milliseconds) override { ++in_flight; }
+};
+
+// What the burst below saw: executions, answers, the most actions running at one time and the
+// process's threads at that moment.
+struct burst_result {
+  int executions = 0;
+  int executed = 0;
+  int replayed = 0;
+  int other = 0;
+  int peak_running = 0;
+  std::size_t peak_threads = 0;
+  std::chrono::milliseconds took{};
+};
+
+// `keys` keys, each called twice at once, every call a coroutine on one io_context thread; the
+// action waits 50 ms on a steady_timer.
+burst_result burst(idem::engine& engine, int keys, const std::string& scope) {
+  asio::io_context io;
+  burst_result r;
+  int running = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int k = 0; k < keys; ++k) {
+    for (int copy = 0; copy < 2; ++copy) {
+      asio::co_spawn(
+          io,
+          [&, k]() -> asio::awaitable<void> {
+            auto ctx = engine.make_context(scope, "key-" + std::to_string(k), {.wait = 10s});
+            auto o = co_await idem::async_execute(
+                engine, ctx,
+                [&, k]() -> asio::awaitable<int> {
+                  ++r.executions;
+                  r.peak_running = std::max(r.peak_running, ++running);
+                  if (running == keys) r.peak_threads = thread_count();
+                  asio::steady_timer timer(co_await asio::this_coro::executor, 50ms);
+                  co_await timer.async_wait(asio::use_awaitable);
+                  --running;
+                  co_return k;
+                },
+                idem::json_codec{}, asio::use_awaitable);
+            if (o.ran() && o.value() == k) {
+              ++r.executed;
+            } else if (o.is_replay() && o.value() == k) {
+              ++r.replayed;
+            } else {
+              ++r.other;
+            }
+          },
+          asio::detached);
+    }
+  }
+  io.run();
+  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("1,000 coroutines on one thread: 500 keys twice at once, each action 50 ms, nothing parked") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  const burst_result few = burst(engine, 5, "Burst.few");
+  const burst_result many = burst(engine, 500, "Burst.many");
+
+  CHECK(many.executions == 500);  // exactly once per key
+  CHECK(many.executed == 500);
+  CHECK(many.replayed == 500);    // every duplicate waited in the store and got the replay
+  CHECK(many.other == 0);
+  // Every action was running at the same time on the one thread: none waited for another.
+  CHECK(many.peak_running == 500);
+  CHECK(few.peak_running == 5);
+  // The same threads serve 10 calls and 1,000.
+  CHECK(many.peak_threads == few.peak_threads);
+  CHECK(store.waiting() == 0);
+  WARN("1,000 calls on one io_context thread took " << many.took.count() << " ms (a blocking loop: 25 s); "
+                                                    << many.peak_threads << " threads with 1,000 calls, "
+                                                    << few.peak_threads << " with 10");
+}
+
+TEST_CASE("async_execute keeps execute's semantics: replay decoded, in flight, throw releases, listeners once") {
+  idem::memory_store store;
+  auto listener = std::make_shared<counting_listener>();
+  idem::engine engine{store, quiet_config(), {.listeners = {listener}}};
+  asio::io_context io;
+  const auto io_thread_checked = std::make_shared<bool>(false);
+
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const auto io_thread = std::this_thread::get_id();
+        // A plain action runs inline on the caller's executor.
+        auto ctx = engine.make_context("Semantics.plain", "k1");
+        auto first = co_await idem::async_execute(
+            engine, ctx,
+            [&] {
+              *io_thread_checked = std::this_thread::get_id() == io_thread;
+              return std::string("receipt-1");
+            },
+            idem::json_codec{}, asio::use_awaitable);
+        CHECK(first.ran());
+        auto again = co_await idem::async_execute(
+            engine, ctx, [] { return std::string("never"); }, idem::json_codec{}, asio::use_awaitable);
+        CHECK(again.is_replay());
+        CHECK(again.value() == "receipt-1");
+
+        // A throw releases the record and propagates unchanged; the next call runs.
+        auto failing = engine.make_context("Semantics.throws", "k2");
+        bool threw = false;
+        try {
+          (void)co_await idem::async_execute(
+              engine, failing, []() -> asio::awaitable<void> {
+                throw std::runtime_error("boom");
+                co_return;
+              },
+              asio::use_awaitable);
+        } catch (const std::runtime_error& e) {
+          threw = std::string(e.what()) == "boom";
+        }
+        CHECK(threw);
+        auto retried = co_await idem::async_execute(engine, failing, [] {}, asio::use_awaitable);
+        CHECK(retried.ran());
+
+        // A held record with wait 0 answers in flight with the holder's remaining lease.
+        auto held = store.try_acquire(engine.make_context("Semantics.held", "k3", {.lease = 20s}));
+        REQUIRE(std::holds_alternative<idem::acquired>(held));
+        auto busy = co_await idem::async_execute(engine, engine.make_context("Semantics.held", "k3", {.wait = 0s}),
+                                                 [] {}, asio::use_awaitable);
+        CHECK(busy.is_in_flight());
+        CHECK(busy.retry_after() > 10s);
+        CHECK(busy.retry_after() <= 20s);
+      },
+      [](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
+  io.run();
+  CHECK(*io_thread_checked);
+  CHECK(listener->acquired == 3);
+  CHECK(listener->completed == 2);
+  CHECK(listener->failed == 1);
+  CHECK(listener->duplicates == 1);
+  CHECK(listener->in_flight == 1);
+}
+
+TEST_CASE("completion tokens: use_future, deferred and a plain callback") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  auto guard = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+
+  auto ctx = engine.make_context("Tokens.future", "k");
+  std::future<idem::outcome<int>> f = idem::async_execute(
+      engine, ctx, [] { return 7; }, idem::json_codec{}, asio::bind_executor(io, asio::use_future));
+  CHECK(f.get().value() == 7);
+
+  auto op = idem::async_execute(engine, ctx, [] { return 8; }, idem::json_codec{}, asio::deferred);
+  std::promise<int> replayed;
+  std::move(op)(asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<int> o) {
+    if (e) {
+      replayed.set_exception(e);
+    } else {
+      replayed.set_value(o.is_replay() ? o.value() : -1);
+    }
+  }));
+  CHECK(replayed.get_future().get() == 7);
+
+  std::promise<std::thread::id> where;
+  idem::async_execute(engine, engine.make_context("Tokens.callback", "k"), [] {},
+                      asio::bind_executor(io, [&](std::exception_ptr, idem::outcome<void> o) {
+                        where.set_value(o.ran() ? std::this_thread::get_id() : std::thread::id());
+                      }));
+  CHECK(where.get_future().get() == runner.get_id());  // the handler's executor
+  guard.reset();
+  runner.join();
+}
+
+TEST_CASE("bad input is the synchronous call's exception, through the token, before anything is acquired") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  idem::context bad = engine.make_context("Bad.input", "secret-key");
+  bad.lease = 0ms;  // fails ctx.validate()
+  idem::context join = engine.make_context("Bad.join", "secret-key");
+  join.completion = idem::completion_mode::join_transaction;
+  std::atomic<int> refused{0};
+  std::atomic<int> leaked{0};
+  for (const idem::context& ctx : {bad, join}) {
+    idem::async_execute(engine, ctx, [] {}, [&](std::exception_ptr e, idem::outcome<void>) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const idem::configuration_error& error) {
+        ++refused;
+        if (std::string(error.what()).find("secret-key") != std::string::npos) ++leaked;
+      } catch (...) {
+      }
+    });
+  }
+  CHECK(store.size() == 0);  // nothing acquired
+  // Delivered through the handler's executor (a plain callback: the system executor).
+  REQUIRE(eventually([&] { return refused == 2; }, 10s));
+  CHECK(leaked == 0);
+}
+
+TEST_CASE("cancelled while waiting for a holder: operation_aborted, nothing stored changes") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  const auto holder_ctx = engine.make_context("Cancel.wait", "k", {.lease = 30s});
+  auto held = store.try_acquire(holder_ctx);
+  REQUIRE(std::holds_alternative<idem::acquired>(held));
+  const idem::lease_token token = std::get<idem::acquired>(held).token;
+
+  asio::cancellation_signal signal;
+  bool aborted = false;
+  bool ran = false;
+  idem::async_execute(engine, engine.make_context("Cancel.wait", "k", {.wait = 30s}), [&] { ran = true; },
+                      asio::bind_cancellation_slot(signal.slot(),
+                                                   asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<void>) {
+                                                     try {
+                                                       if (e) std::rethrow_exception(e);
+                                                     } catch (const boost::system::system_error& error) {
+                                                       aborted = error.code() == asio::error::operation_aborted;
+                                                     }
+                                                   })));
+  REQUIRE(store.waiting() == 1);  // registered at once: the memory store answers inline or registers
+  signal.emit(asio::cancellation_type::terminal);
+  io.run();
+  CHECK(aborted);
+  CHECK_FALSE(ran);
+  CHECK(store.waiting() == 0);
+  // The holder still owns the record: its completion lands, and a duplicate replays it.
+  store.complete(holder_ctx.id, token, idem::payload::none(), 1h);
+  CHECK(std::holds_alternative<idem::duplicate>(store.try_acquire(holder_ctx)));
+
+  // The same through awaitable operators: a timer wins the race.
+  auto again = store.try_acquire(engine.make_context("Cancel.race", "k"));
+  REQUIRE(std::holds_alternative<idem::acquired>(again));
+  io.restart();
+  bool timer_won = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        using namespace asio::experimental::awaitable_operators;
+        asio::steady_timer timer(io, 20ms);
+        auto winner = co_await (idem::async_execute(engine, engine.make_context("Cancel.race", "k", {.wait = 30s}),
+                                                    [] {}, asio::use_awaitable) ||
+                                timer.async_wait(asio::use_awaitable));
+        timer_won = winner.index() == 1;
+      },
+      asio::detached);
+  io.run();
+  CHECK(timer_won);
+  CHECK(store.waiting() == 0);
+}
+
+TEST_CASE("cancelled while its action runs: the action decides, and a throw releases the record") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  asio::cancellation_signal signal;
+  std::atomic<bool> started{false};
+  bool aborted = false;
+  const auto ctx = engine.make_context("Cancel.action", "k");
+  idem::async_execute(engine, ctx,
+                      [&]() -> asio::awaitable<void> {
+                        started = true;
+                        asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
+                        co_await timer.async_wait(asio::use_awaitable);  // throws operation_aborted
+                      },
+                      asio::bind_cancellation_slot(signal.slot(),
+                                                   asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<void>) {
+                                                     try {
+                                                       if (e) std::rethrow_exception(e);
+                                                     } catch (const boost::system::system_error& error) {
+                                                       aborted = error.code() == asio::error::operation_aborted;
+                                                     }
+                                                   })));
+  while (!started) io.run_one();
+  io.poll();  // the action is suspended on its timer now
+  signal.emit(asio::cancellation_type::terminal);
+  io.run();
+  CHECK(aborted);
+  // Released: the next call acquires and runs.
+  CHECK(std::holds_alternative<idem::acquired>(store.try_acquire(ctx)));
+}
+
+TEST_CASE("an engine destroyed with calls pending: they finish on what they hold") {
+  idem::memory_store store;
+  auto engine = std::make_unique<idem::engine>(store, quiet_config());
+  asio::io_context io;
+  const auto held_ctx = engine->make_context("Destroyed.engine", "held");
+  auto held = store.try_acquire(held_ctx);
+  REQUIRE(std::holds_alternative<idem::acquired>(held));
+  int answered = 0;
+  for (int i = 0; i < 100; ++i) {
+    idem::async_execute(*engine, engine->make_context("Destroyed.engine", "held", {.wait = 30s}), [] {},
+                        asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<void> o) {
+                          if (!e && o.is_replay()) ++answered;
+                        }));
+  }
+  bool ran = false;
+  idem::async_execute(*engine, engine->make_context("Destroyed.engine", "running"),
+                      [&]() -> asio::awaitable<void> {
+                        asio::steady_timer timer(co_await asio::this_coro::executor, 50ms);
+                        co_await timer.async_wait(asio::use_awaitable);
+                        ran = true;
+                      },
+                      asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<void> o) {
+                        if (!e && o.ran()) ++answered;
+                      }));
+  REQUIRE(store.waiting() == 100);
+  io.poll();  // the running action is suspended on its timer
+  engine.reset();
+  store.complete(held_ctx.id, std::get<idem::acquired>(held).token, idem::payload::none(), 1h);
+  io.run();
+  CHECK(ran);
+  CHECK(answered == 101);
+  CHECK(store.waiting() == 0);
+}
+
+TEST_CASE("a memory store destroyed with waiters pending answers them store_unavailable_error") {
+  auto store = std::make_unique<idem::memory_store>();
+  idem::context ctx{.id = {"Destroyed.store", "k"}, .ttl = 1h, .lease = 30s, .wait = 30s};
+  ctx.validate();
+  REQUIRE(std::holds_alternative<idem::acquired>(store->try_acquire(ctx)));
+  std::atomic<int> unavailable{0};
+  for (int i = 0; i < 10; ++i) {
+    store->async_try_acquire(ctx, nullptr, [&](std::exception_ptr e, idem::acquire_result) {
+      try {
+        if (e) std::rethrow_exception(e);
+      } catch (const idem::store_unavailable_error& error) {
+        if (std::string(error.what()).find("Destroyed.store/#") != std::string::npos) ++unavailable;
+      }
+    });
+  }
+  REQUIRE(store->waiting() == 10);
+  store.reset();
+  CHECK(unavailable == 10);
+}
