@@ -132,10 +132,11 @@ class store {
   // try_acquire's: a duplicate's wait is a registration plus a timer, never a blocked thread.
   // When `cancel` (may be null) is requested while the call waits for a holder, the call ends
   // with operation_cancelled and changes nothing stored. Errors are those of try_acquire.
-  // The defaults run the blocking operation on a small fixed pool of threads shared by the
-  // process (idem's stores without asynchronous operations of their own, and yours); a wait then
-  // occupies one of those threads, and a cancelled wait is answered at once while the blocking
-  // call finishes in the background (a record it acquires after that is released).
+  // The defaults run the blocking operation on a pool of at most 32 threads shared by the process
+  // (for idem's stores without asynchronous operations of their own, and yours): a wait then
+  // occupies one of those threads, calls beyond 32 at once queue, and a cancelled wait is answered
+  // at once while the blocking call finishes in the background (a record it acquires after that is
+  // released). A store that overrides them serves any number of waits without a thread each.
   virtual void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done);
   // complete's and release's, with the same errors.
   virtual void async_complete(const identity& id, const lease_token& token, const payload& value,

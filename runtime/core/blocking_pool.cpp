@@ -19,7 +19,9 @@ blocking_pool::~blocking_pool() {
 void blocking_pool::post(std::function<void()> task) {
   std::lock_guard lock(mutex_);
   tasks_.push_back(std::move(task));
-  if (idle_ == 0 && threads_.size() < max_threads_) {
+  // Each idle thread takes one queued task; the ones beyond need a thread of their own (a task
+  // may block for as long as a duplicate waits).
+  if (tasks_.size() > idle_ && threads_.size() < max_threads_) {
     try {
       threads_.emplace_back([this] { run(); });
     } catch (...) {
@@ -38,7 +40,7 @@ std::size_t blocking_pool::threads() const {
 }
 
 blocking_pool& blocking_pool::shared() {
-  static blocking_pool pool(4);
+  static blocking_pool pool(32);
   return pool;
 }
 

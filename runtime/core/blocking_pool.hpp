@@ -28,7 +28,8 @@ class blocking_pool {
   void post(std::function<void()> task);
   std::size_t threads() const;
 
-  // The process's pool for stores without asynchronous operations of their own (4 threads).
+  // The process's pool for stores without asynchronous operations of their own: at most 32
+  // threads, since a duplicate's wait occupies one for as long as it waits.
   static blocking_pool& shared();
 
  private:

@@ -1,6 +1,8 @@
 // tests/contract/async_bridge.hpp — a store whose try_acquire, complete and release go through
 // another store's asynchronous operations, so that one list of contract cases checks both entry
-// points: a test executable's make_store() returns async_bridge over the store under test.
+// points. A store's contract file returns its store through entry_point(); built a second time with
+// IDEM_CONTRACT_ASYNC defined (idem_add_async_contract in tests/CMakeLists.txt), every case then
+// goes through the asynchronous operations.
 #pragma once
 
 #include <exception>
@@ -57,5 +59,15 @@ class async_bridge final : public idem::store {
 
   std::unique_ptr<idem::store> inner_;
 };
+
+// The store under test as the contract sees it: through its asynchronous operations when the
+// executable is built with IDEM_CONTRACT_ASYNC, else as it is.
+inline std::unique_ptr<idem::store> entry_point(std::unique_ptr<idem::store> under_test) {
+#ifdef IDEM_CONTRACT_ASYNC
+  return std::make_unique<async_bridge>(std::move(under_test));
+#else
+  return under_test;
+#endif
+}
 
 }  // namespace idem::contract

@@ -3,10 +3,11 @@
 
 #include <idem/memory_store.hpp>
 
+#include "contract/async_bridge.hpp"
 #include "contract/store_contract.hpp"
 
 // A fresh store per case: nothing else writes to it, so purge counts are checked exactly.
 std::unique_ptr<idem::store> idem::contract::make_store() {
   set_backend_exclusive(true);
-  return std::make_unique<idem::memory_store>();
+  return entry_point(std::make_unique<idem::memory_store>());
 }

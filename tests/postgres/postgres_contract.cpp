@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "contract/async_bridge.hpp"
 #include "contract/store_contract.hpp"
 #include "postgres_test_support.hpp"
 
@@ -64,7 +65,7 @@ class pg_harness final : public idem::contract::transactional_harness {
 
 std::unique_ptr<idem::store> idem::contract::make_store() {
   set_backend_exclusive(true);
-  return std::make_unique<idem::postgres_store>(options_for(fresh_schema()));
+  return entry_point(std::make_unique<idem::postgres_store>(options_for(fresh_schema())));
 }
 
 std::unique_ptr<idem::contract::transactional_harness> idem::contract::make_transactional_harness() {

@@ -3,6 +3,7 @@
 // Cases run in parallel processes against the fixture's one server. Each case's store gets a prefix
 // of its own, so it sees only its own records: purge counts are then exact, as on an exclusive
 // backend, and one case's purge can never take records another case is about to purge.
+#include "contract/async_bridge.hpp"
 #include "contract/store_contract.hpp"
 
 #include "redis_support.hpp"
@@ -11,7 +12,7 @@ namespace idem::contract {
 
 std::unique_ptr<idem::store> make_store() {
   set_backend_exclusive(true);
-  return redis_test::fixture_store(redis_test::unique_prefix("contract"));
+  return entry_point(redis_test::fixture_store(redis_test::unique_prefix("contract")));
 }
 
 }  // namespace idem::contract

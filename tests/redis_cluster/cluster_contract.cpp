@@ -1,5 +1,6 @@
 // tests/redis_cluster/cluster_contract.cpp — the store contract on a real Redis Cluster (3 masters,
 // one replica each). Each case's store gets a prefix of its own, so purge counts are exact.
+#include "contract/async_bridge.hpp"
 #include "contract/store_contract.hpp"
 
 #include "cluster_support.hpp"
@@ -9,7 +10,7 @@ namespace idem::contract {
 std::unique_ptr<idem::store> make_store() {
   set_backend_exclusive(true);
   static idem::cluster_test::cluster fixture{idem::cluster_test::cluster::fixture_tag{}};
-  return std::make_unique<idem::redis_store>(fixture.options(idem::cluster_test::unique_prefix("contract")));
+  return entry_point(std::make_unique<idem::redis_store>(fixture.options(idem::cluster_test::unique_prefix("contract"))));
 }
 
 }  // namespace idem::contract

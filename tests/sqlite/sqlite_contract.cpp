@@ -4,6 +4,7 @@
 #include <idem/sqlite_transaction.hpp>
 #include <memory>
 
+#include "contract/async_bridge.hpp"
 #include "contract/store_contract.hpp"
 #include "sqlite_test_support.hpp"
 
@@ -43,7 +44,7 @@ class sqlite_harness final : public transactional_harness {
 
 std::unique_ptr<idem::store> make_store() {
   set_backend_exclusive(true);  // a new file for every case
-  return std::make_unique<idem::sqlite_store>(sqlite_test::options_for(sqlite_test::fresh_db_path("contract")));
+  return entry_point(std::make_unique<idem::sqlite_store>(sqlite_test::options_for(sqlite_test::fresh_db_path("contract"))));
 }
 
 std::unique_ptr<transactional_harness> make_transactional_harness() {
