@@ -34,7 +34,7 @@ TEST_CASE("blocking_pool: tasks posted to an idle pool at once run at the same t
   CHECK(pool.threads() <= 4);
 }
 
-TEST_CASE("blocking_pool: never more threads than its bound; the rest queue") {
+TEST_CASE("blocking_pool: never more threads than its bound, the rest queue") {
   idem::detail::blocking_pool pool(2);
   std::atomic<int> ran{0};
   std::promise<void> release;
@@ -64,7 +64,7 @@ TEST_CASE("timer_queue: callbacks run in due order, a cancelled one never, on on
   CHECK(timers.threads() == 1);
 }
 
-TEST_CASE("cancellation: a request runs the installed handler once; one before install refuses it") {
+TEST_CASE("cancellation: a request runs the installed handler once, and one before install refuses it") {
   idem::cancellation c;
   int runs = 0;
   REQUIRE(c.install([&] { ++runs; }));
