@@ -235,6 +235,30 @@ void emit_policy(writer& w, const function_spec& spec, const std::string& name) 
   w.line();
 }
 
+// The body of guarded<C>'s override of a coroutine (boost::asio::awaitable<T>): the context, key
+// included, is computed now, before anything suspends (a reference parameter may not live past the
+// first suspension); the call of C's coroutine is deferred into the action, which owns the
+// by-value parameters and refers to the others, as a call of C's coroutine would.
+void emit_async_body(writer& w, const function_facts& facts, const std::string& c) {
+  const std::string pointer = function_pointer_expression(facts);
+  const std::string arguments = argument_list(facts);
+  w.line("    ::idem::context idem_ctx = ::idem::guarded_context<" + pointer + ">(idem_engine_" +
+         (arguments.empty() ? "" : ", " + arguments) + ");");
+  std::string captures = "this";
+  std::string forwarded;
+  for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
+    const std::string name = parameter_name(facts, i);
+    const bool by_reference = facts.parameters[i].type.ends_with('&');
+    captures += by_reference ? ", &" + name : ", " + name + " = ::std::move(" + name + ")";
+    forwarded += (i ? ", " : "") + (by_reference ? "::std::forward<decltype(" + name + ")>(" + name + ")"
+                                                 : "::std::move(" + name + ")");
+  }
+  w.line("    return ::idem::run_guarded_async<" + pointer + ">(");
+  w.line("        idem_engine_, ::std::move(idem_ctx), [" + captures + "]() mutable -> " + spelled_return_type(facts) +
+         " { return this->" + c + "::" + facts.name + "(" + forwarded + "); });");
+  w.line("  }");
+}
+
 void emit_guarded(writer& w, const guarded_class& cls) {
   const std::string& c = cls.code_name;
   w.line("// Every annotated method of " + cls.name + " routed through the engine; see <idem/invoke.hpp>.");
@@ -274,6 +298,10 @@ void emit_guarded(writer& w, const guarded_class& cls) {
     if (facts.is_noexcept) signature += " noexcept";
     if (facts.is_virtual) signature += " override";
     w.line(signature + " {");
+    if (facts.is_async) {
+      emit_async_body(w, facts, c);
+      continue;
+    }
     std::string forwarded;
     for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
       const std::string name = parameter_name(facts, i);
@@ -350,6 +378,8 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
   h.line("#include <utility>");
   h.line();
   h.line("#include <idem/invoke.hpp>");
+  if (std::any_of(specs.begin(), specs.end(), [](const function_spec& spec) { return spec.facts.is_async; }))
+    h.line("#include <idem/asio.hpp>  // coroutine methods: idem::run_guarded_async");
   h.line();
   h.line("#include " + quote(options.include_as));
   h.line();
@@ -428,6 +458,7 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
     entry["waitTimeout"] = optional_duration(spec.options.wait);
     entry["completion"] = spec.options.completion ? std::string(to_string(*spec.options.completion)) : std::string();
     entry["http_endpoint"] = facts.http_endpoint;
+    entry["async"] = facts.is_async;
     entry["location"] = {{"file", spec.position.file}, {"line", spec.position.line}, {"column", spec.position.column}};
     functions.push_back(std::move(entry));
   }

@@ -98,8 +98,17 @@ struct function_facts {
   // The classes between the namespace and the function, joined by '_' ("Outer_Handler"), so that
   // helpers of two nested classes of the same name do not collide; empty = simple_class.
   std::string class_path;
-  bool returns_void = true;
+  bool returns_void = true;  // nothing to replay: void, or a coroutine of no value (awaitable<void>)
   bool returns_reference = false;
+  // A coroutine returning boost::asio::awaitable<T>: idem::guarded<C> overrides it with a wrapper
+  // that suspends (<idem/asio.hpp>). `value_type` is T, what a duplicate is given back ("void" for
+  // none), as messages show it and as generated code spells it.
+  bool is_async = false;
+  std::string value_type;
+  std::string code_value_type;
+  // A return type that is a coroutine or an awaitable idem cannot guard (std::future, another
+  // library's task type), as messages show it: refused at the attribute. Empty otherwise.
+  std::string unknown_async_type;
   bool is_virtual = false;
   bool is_pure = false;
   bool is_const = false;
@@ -134,6 +143,16 @@ struct function_facts {
 // The spelling of a function's return type in generated code.
 inline const std::string& spelled_return_type(const function_facts& facts) {
   return facts.code_return_type.empty() ? facts.return_type : facts.code_return_type;
+}
+
+// What a duplicate call is given back: the return type, or a coroutine's value type. As messages
+// show it, and as generated code spells it.
+inline const std::string& replayed_type(const function_facts& facts) {
+  return facts.is_async ? facts.value_type : facts.return_type;
+}
+inline const std::string& spelled_replayed_type(const function_facts& facts) {
+  if (!facts.is_async) return spelled_return_type(facts);
+  return facts.code_value_type.empty() ? facts.value_type : facts.code_value_type;
 }
 
 // Everything the generated code needs about one annotated function: the validated attribute.

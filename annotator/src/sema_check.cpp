@@ -133,7 +133,7 @@ void check_with_sema(clang::CompilerInstance& ci, clang::Parser& parser, collect
       item.codec_ok = "idem_check_codec_ok_" + n;
       const unsigned ok_begin = w.offset();
       w.add("[[maybe_unused]] inline constexpr bool " + item.codec_ok + " = ::idem::codec_for<idem_check_codec_" + n +
-            ", " + spelled_return_type(spec.facts) + ">;\n");
+            ", " + spelled_replayed_type(spec.facts) + ">;\n");
       w.map_span(ok_begin, w.offset(), spec.codec_position, /*suppress=*/true);
     }
     w.add(close + "\n");
@@ -241,8 +241,9 @@ void check_with_sema(clang::CompilerInstance& ci, clang::Parser& parser, collect
       if (ok && !*ok) {
         out.push_back(
             {severity::error, spec.codec_position,
-             "codec '" + spec.codec + "' cannot encode and decode '" + spec.facts.return_type + "': idem::codec_for<" +
-                 spec.codec + ", " + spec.facts.return_type + "> is not satisfied (" + codec_requirement(spec.codec) +
+             "codec '" + spec.codec + "' cannot encode and decode '" + replayed_type(spec.facts) +
+                 "': idem::codec_for<" + spec.codec + ", " + replayed_type(spec.facts) + "> is not satisfied (" +
+                 codec_requirement(spec.codec) +
                  ")"});
       }
     }

@@ -210,6 +210,28 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                                    "never a reference; return by value"));
     return result;
   }
+  // Coroutines: boost::asio::awaitable<T> methods get an asynchronous wrapper; anything else that
+  // suspends or completes later would be guarded only while it is created, not while it runs.
+  if (!facts.unknown_async_type.empty()) {
+    out.push_back(error_at(attribute.position,
+                           display_name(facts) + " returns '" + facts.unknown_async_type +
+                               "', which runs or completes after it returns: idem cannot guard it, since guarding "
+                               "the call that creates it would not guard the work it does"));
+    out.push_back(note_at(attribute.position,
+                          "supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper "
+                          "co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result"));
+    return result;
+  }
+  if (facts.is_async && (facts.kind != function_kind::member || facts.class_is_final)) {
+    out.push_back(error_at(attribute.position,
+                           display_name(facts) + " is a coroutine (it returns '" + facts.return_type +
+                               "') and " +
+                               (facts.kind != function_kind::member ? std::string("not a non-static member function")
+                                                                    : "a member of a final class") +
+                               ": idem guards coroutines through idem::guarded<C>'s override, and idem::invoke has no "
+                               "asynchronous form; make it a method of a class that is not final"));
+    return result;
+  }
 
   // Names: known and given once.
   std::map<std::string, const raw_argument*, std::less<>> given;
@@ -300,9 +322,14 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
 
   // completion: the runtime's parser.
   if (const raw_argument* completion = find("completion"); completion && !completion->value.empty()) {
-    if (auto mode = parse_completion_mode(completion->value))
+    if (auto mode = parse_completion_mode(completion->value)) {
       spec.options.completion = *mode;
-    else
+      if (*mode == completion_mode::join_transaction && facts.is_async)
+        out.push_back(error_at(value_start(*completion),
+                               "completion \"join-transaction\" is not available for a coroutine: a transaction "
+                               "bound to a thread does not survive a co_await, and asynchronous calls take part in "
+                               "no transaction yet; use \"autonomous\""));
+    } else
       out.push_back(error_at(value_start(*completion), "unknown completion mode \"" + completion->value +
                                                            "\"; expected \"autonomous\" or \"join-transaction\""));
   }
@@ -315,10 +342,12 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
   if (!facts.http_endpoint) {
     if (facts.returns_void && codec != nullptr && !codec->value.empty()) {
       out.push_back(error_at(value_start(*codec), "codec \"" + codec->value + "\" is pointless: " + display_name(facts) +
-                                                      " returns void and has nothing to replay"));
+                                                      (facts.is_async ? " produces no value" : " returns void") +
+                                                      " and has nothing to replay"));
     } else if (!facts.returns_void && !codec_named) {
       out.push_back(error_at(codec ? value_start(*codec) : attribute.position,
-                             display_name(facts) + " returns '" + facts.return_type +
+                             display_name(facts) + (facts.is_async ? " produces '" : " returns '") +
+                                 replayed_type(facts) +
                                  "', so a duplicate call must be given that value back: name a codec that encodes it, "
                                  "for example codec = \"idem::json_codec\""));
     } else if (codec_named) {

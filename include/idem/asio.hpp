@@ -49,10 +49,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <idem/codec.hpp>
 #include <idem/engine.hpp>
+#include <idem/invoke.hpp>
 #include <idem/outcome.hpp>
 
 namespace idem {
@@ -269,6 +271,31 @@ template <class Action, class CompletionToken>
 auto async_execute(engine& eng, const context& ctx, Action&& action, CompletionToken&& token) {
   return detail::asio::initiate<void>(eng, ctx, std::forward<Action>(action), detail::asio::no_codec{},
                                       std::forward<CompletionToken>(token));
+}
+
+// idem::run_guarded_async<F>(engine, ctx, action)
+//
+// What a generated idem::guarded<C> returns for its annotated coroutine F (a method returning
+// boost::asio::awaitable<T>): a coroutine that runs `action` (which returns C's own coroutine) at
+// most once for `ctx` (idem::guarded_context<F>, computed by the wrapper before anything suspends)
+// and produces its value, or on a duplicate the first value decoded by policy<F>'s codec. An
+// in-flight answer is handled as idem::run_guarded handles it.
+template <auto F, class Action>
+detail::result_of<F> run_guarded_async(engine& eng, context ctx, Action action) {
+  using coroutine = detail::result_of<F>;
+  using T = typename detail::asio::action_traits<coroutine>::value_type;
+  return [](engine& e, context c, Action a) -> coroutine {
+    if constexpr (std::is_void_v<T>) {
+      outcome<void> result = co_await async_execute(e, c, std::move(a), boost::asio::use_awaitable);
+      if (const auto* busy = std::get_if<in_flight>(&result)) map_in_flight(e, c, *busy);
+    } else {
+      using codec = typename policy<F>::codec;
+      outcome<T> result = co_await async_execute(e, c, std::move(a), codec{}, boost::asio::use_awaitable);
+      if (auto* ran = std::get_if<executed<T>>(&result)) co_return std::move(ran->value);
+      if (auto* replay = std::get_if<replayed<T>>(&result)) co_return std::move(replay->value);
+      detail::refuse_in_flight(e, c, std::get<in_flight>(result));
+    }
+  }(eng, std::move(ctx), std::move(action));
 }
 
 }  // namespace idem

@@ -108,6 +108,21 @@ IDEM_DETAIL_MEMBER_TRAITS(const&&)
 template <auto F>
 using result_of = typename function_traits<decltype(F)>::result;
 
+// The context of one call under Policy: its scope, its key expression over `args`, its options.
+template <class Policy, class... Args>
+context context_of(engine& eng, Args&... args) {
+  static_cast<void>(Policy::registered);  // links the generated registration into the program
+  return eng.make_context(std::string(Policy::scope), Policy::key(args...), Policy::options());
+}
+
+// An in-flight answer to a guarded call of a value-returning function: the engine's outcome
+// mapper (idem::map_in_flight, which may throw something else), then in_flight_error. A void
+// function calls map_in_flight alone and returns without running if the mapper returns.
+[[noreturn]] inline void refuse_in_flight(const engine& eng, const context& ctx, const in_flight& busy) {
+  map_in_flight(eng, ctx, busy);
+  throw in_flight_error(ctx.id.to_string(), busy.retry_after);
+}
+
 // Runs `action` (which calls the original function) at most once per key through `eng`, with
 // the settings of Policy. `args` are the call's arguments; only the key is computed from them.
 // Returns the action's result, or on a duplicate the first call's result decoded by the
@@ -116,8 +131,7 @@ using result_of = typename function_traits<decltype(F)>::result;
 // in_flight_error.
 template <class Policy, class R, class Action, class... Args>
 R run(engine& eng, Action&& action, Args&... args) {
-  static_cast<void>(Policy::registered);  // links the generated registration into the program
-  const context ctx = eng.make_context(std::string(Policy::scope), Policy::key(args...), Policy::options());
+  const context ctx = context_of<Policy>(eng, args...);
   if constexpr (std::is_void_v<R>) {
     outcome<void> result = eng.execute(ctx, action);
     if (const auto* busy = std::get_if<in_flight>(&result)) map_in_flight(eng, ctx, *busy);
@@ -126,9 +140,7 @@ R run(engine& eng, Action&& action, Args&... args) {
     outcome<R> result = eng.template execute<R>(ctx, action, codec{});
     if (auto* ran = std::get_if<executed<R>>(&result)) return std::move(ran->value);
     if (auto* replay = std::get_if<replayed<R>>(&result)) return std::move(replay->value);
-    const in_flight busy = std::get<in_flight>(result);
-    map_in_flight(eng, ctx, busy);
-    throw in_flight_error(ctx.id.to_string(), busy.retry_after);
+    refuse_in_flight(eng, ctx, std::get<in_flight>(result));
   }
 }
 
@@ -145,6 +157,17 @@ R run(engine& eng, Action&& action, Args&... args) {
 template <auto F, class Action, class... Args>
 detail::result_of<F> run_guarded(engine& eng, Action&& action, Args&... args) {
   return detail::run<policy<F>, detail::result_of<F>>(eng, action, args...);
+}
+
+// idem::guarded_context<F>(engine, args...)
+//
+// The context of one call of the annotated function F with the arguments `args`: policy<F>'s
+// scope, its key expression over `args`, its options. What a generated wrapper of a coroutine
+// computes before anything suspends (see idem::run_guarded_async in <idem/asio.hpp>). Throws what
+// engine::make_context throws.
+template <auto F, class... Args>
+context guarded_context(engine& eng, Args&... args) {
+  return detail::context_of<policy<F>>(eng, args...);
 }
 
 // idem::invoke<F>(engine, object, args...)   (F a pointer to a non-static member function)

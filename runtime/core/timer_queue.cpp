@@ -55,8 +55,10 @@ void timer_queue::run() {
       continue;
     }
     auto first = due_.begin();
-    if (first->first.first > clock::now()) {
-      changed_.wait_until(lock, first->first.first);
+    // A copy: the entry may be cancelled, and its node freed, while this thread sleeps.
+    const clock::time_point due = first->first.first;
+    if (due > clock::now()) {
+      changed_.wait_until(lock, due);
       continue;
     }
     std::function<void()> callback = std::move(first->second);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -62,6 +63,20 @@ TEST_CASE("timer_queue: callbacks run in due order, a cancelled one never, on on
   REQUIRE(last.get_future().wait_for(10s) == std::future_status::ready);
   CHECK(order == std::vector<int>{1, 3});
   CHECK(timers.threads() == 1);
+}
+
+// The queue's thread sleeps until its first entry is due; cancelling that entry frees it while the
+// thread sleeps (it read the due time from the freed entry: AddressSanitizer's heap-use-after-free).
+TEST_CASE("timer_queue: the entry the thread sleeps for can be cancelled") {
+  auto timers = std::make_unique<idem::detail::timer_queue>();
+  const auto far = timers->schedule(std::chrono::steady_clock::now() + 1h, [] {});
+  std::promise<void> passed;
+  timers->schedule(std::chrono::steady_clock::now(), [&] { passed.set_value(); });
+  REQUIRE(passed.get_future().wait_for(10s) == std::future_status::ready);
+  // The thread goes to sleep for `far` next; nothing announces it, so give it a moment.
+  std::this_thread::sleep_for(20ms);
+  CHECK(timers->cancel(far));
+  timers.reset();  // wakes the thread, which must not read the cancelled entry
 }
 
 TEST_CASE("cancellation: a request runs the installed handler once, and one before install refuses it") {

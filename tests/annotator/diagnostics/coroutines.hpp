@@ -1,0 +1,54 @@
+// Coroutines: a method returning boost::asio::awaitable<T> is guarded by idem::guarded<C>'s
+// asynchronous override; anything else that runs or completes after it returns is refused, since
+// guarding the call that creates it would not guard its work.
+#pragma once
+
+#include <future>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <idem/json_codec.hpp>
+
+struct Event {
+  long id;
+};
+
+// Coroutine types of another library: they have a promise_type.
+struct task {
+  struct promise_type;
+};
+template <class T>
+struct lazy {
+  struct promise_type;
+};
+
+// Valid: the value type is replayed through the codec; awaitable<void> needs none.
+struct Fine {
+  [[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] boost::asio::awaitable<int> a(const Event& event);
+  [[idem::idempotent(key = "event.id")]] boost::asio::awaitable<void> b(const Event& event);
+};
+
+struct Refused {
+  // expected-error@+2:11 {{'Refused::a' returns 'std::future<int>', which runs or completes after it returns: idem cannot guard it, since guarding the call that creates it would not guard the work it does}}
+  // expected-note@+1:11 {{supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
+  [[idem::idempotent(key = "event.id")]] std::future<int> a(const Event& event);
+  // expected-error@+2:11 {{'Refused::b' returns 'task', which runs or completes after it returns: idem cannot guard it, since guarding the call that creates it would not guard the work it does}}
+  // expected-note@+1:11 {{supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
+  [[idem::idempotent(key = "event.id")]] task b(const Event& event);
+  // expected-error@+1:11 {{'Refused::c' produces 'int', so a duplicate call must be given that value back: name a codec that encodes it, for example codec = "idem::json_codec"}}
+  [[idem::idempotent(key = "event.id")]] boost::asio::awaitable<int> c(const Event& event);
+  // expected-error@+1:49 {{codec "idem::json_codec" is pointless: 'Refused::d' produces no value and has nothing to replay}}
+  [[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] boost::asio::awaitable<void> d(const Event& event);
+  // expected-error@+1:54 {{completion "join-transaction" is not available for a coroutine: a transaction bound to a thread does not survive a co_await, and asynchronous calls take part in no transaction yet; use "autonomous"}}
+  [[idem::idempotent(key = "event.id", completion = "join-transaction")]] boost::asio::awaitable<void> e(const Event& event);
+  // expected-error@+1:11 {{'Refused::f' is a coroutine (it returns 'boost::asio::awaitable<void>') and not a non-static member function: idem guards coroutines through idem::guarded<C>'s override, and idem::invoke has no asynchronous form; make it a method of a class that is not final}}
+  [[idem::idempotent(key = "event.id")]] static boost::asio::awaitable<void> f(const Event& event);
+  // expected-error@+2:11 {{'Refused::h' returns 'lazy<int>', which runs or completes after it returns: idem cannot guard it, since guarding the call that creates it would not guard the work it does}}
+  // expected-note@+1:11 {{supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
+  [[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] lazy<int> h(const Event& event);
+};
+
+struct Sealed final {
+  // expected-error@+1:11 {{'Sealed::g' is a coroutine (it returns 'boost::asio::awaitable<void>') and a member of a final class: idem guards coroutines through idem::guarded<C>'s override, and idem::invoke has no asynchronous form; make it a method of a class that is not final}}
+  [[idem::idempotent(key = "event.id")]] boost::asio::awaitable<void> g(const Event& event);
+};

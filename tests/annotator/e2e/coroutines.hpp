@@ -1,0 +1,45 @@
+// Coroutine methods: idem::guarded<Payments> overrides them with wrappers that co_await
+// idem::async_execute (coroutine_test.cpp).
+#pragma once
+
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <idem/json_codec.hpp>
+
+namespace shop {
+
+struct Order {
+  std::string id;
+};
+
+class Payments {
+ public:
+  virtual ~Payments() = default;
+
+  // The key reads `order` (a reference) before the wrapper suspends; the body uses only `cents`,
+  // which the wrapper's action owns.
+  [[idem::idempotent(key = "order.id", codec = "idem::json_codec", waitTimeout = "PT10S")]]
+  virtual boost::asio::awaitable<int> charge([[maybe_unused]] const Order& order, int cents) {
+    ++charges;
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(20));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    co_return cents * 2;
+  }
+
+  // Non-virtual, no value, a by-value parameter the body reads after suspending.
+  [[idem::idempotent(key = "note")]] boost::asio::awaitable<void> log(std::string note) {
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    logged += note;
+  }
+
+  int charges = 0;
+  std::string logged;
+};
+
+}  // namespace shop
