@@ -26,7 +26,7 @@ TEST_CASE("a guarded coroutine runs once per key and its duplicates get the valu
         io,
         [&]() -> asio::awaitable<void> {
           // Through the base class: the override is the wrapper. (Arguments are named: g++ 12
-          // destroys a temporary inside a co_await expression twice, GCC bug 101367.)
+          // destroys a temporary inside a co_await expression twice, a compiler bug.)
           shop::Payments& base = payments;
           const shop::Order order{"o-1"};
           const int doubled = co_await base.charge(order, 21);
