@@ -339,9 +339,9 @@ struct async_call : std::enable_shared_from_this<async_call> {
   void action_ended(std::exception_ptr cause) {
     if (cause) {
       heartbeat.cancel();
-      core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_error) {
+      core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_error) mutable {
         self->core->action_failed(self->ctx, self->token, cause, std::move(release_error));
-        self->fail(cause);
+        self->fail(std::move(cause));
       });
       return;
     }

@@ -62,7 +62,9 @@ void store::async_try_acquire(const context& ctx, cancellation* cancel, async_ha
     }
     if (cancel != nullptr) cancel->clear();
     if (!state->answered.exchange(true)) {
-      state->done(error, std::move(answer));
+      // Moved: the caller's thread, not this one, must hold an error's last reference (the
+      // exception's destructor races with the caller's reads otherwise, as ThreadSanitizer sees it).
+      state->done(std::move(error), std::move(answer));
       return;
     }
     // Cancelled meanwhile: nobody will run the action for a record acquired after all.
@@ -85,7 +87,7 @@ void store::async_complete(const identity& id, const lease_token& token, const p
     } catch (...) {
       error = std::current_exception();
     }
-    done(error);
+    done(std::move(error));
   });
 }
 
@@ -97,7 +99,7 @@ void store::async_release(const identity& id, const lease_token& token, async_do
     } catch (...) {
       error = std::current_exception();
     }
-    done(error);
+    done(std::move(error));
   });
 }
 

@@ -196,7 +196,7 @@ struct memory_store::ready_list {
 void memory_store::answer(ready_list& ready) {
   for (ready_list::entry& e : ready.entries) {
     if (e.who->cancel != nullptr) e.who->cancel->clear();
-    e.who->done(e.error, std::move(e.result));
+    e.who->done(std::move(e.error), std::move(e.result));
   }
   ready.entries.clear();
 }

@@ -5,9 +5,11 @@
 // goes through the asynchronous operations.
 #pragma once
 
+#include <condition_variable>
 #include <exception>
-#include <future>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 #include <idem/store.hpp>
@@ -19,22 +21,23 @@ class async_bridge final : public idem::store {
   explicit async_bridge(std::unique_ptr<idem::store> inner) : inner_(std::move(inner)) {}
 
   idem::acquire_result try_acquire(const idem::context& ctx) override {
-    auto answer = std::make_shared<std::promise<idem::acquire_result>>();
+    auto answer = std::make_shared<handoff<idem::acquire_result>>();
     inner_->async_try_acquire(ctx, nullptr, [answer](std::exception_ptr error, idem::acquire_result result) {
-      if (error) {
-        answer->set_exception(error);
-      } else {
-        answer->set_value(std::move(result));
-      }
+      answer->put(std::move(error), std::move(result));
     });
-    return answer->get_future().get();
+    return answer->take();
   }
   void complete(const idem::identity& id, const idem::lease_token& token, const idem::payload& value,
                 std::chrono::milliseconds ttl) override {
-    wait([&](idem::async_done done) { inner_->async_complete(id, token, value, ttl, std::move(done)); });
+    auto finished = std::make_shared<handoff<bool>>();
+    inner_->async_complete(id, token, value, ttl,
+                           [finished](std::exception_ptr error) { finished->put(std::move(error), true); });
+    finished->take();
   }
   void release(const idem::identity& id, const idem::lease_token& token) override {
-    wait([&](idem::async_done done) { inner_->async_release(id, token, std::move(done)); });
+    auto finished = std::make_shared<handoff<bool>>();
+    inner_->async_release(id, token, [finished](std::exception_ptr error) { finished->put(std::move(error), true); });
+    finished->take();
   }
   bool extend(const idem::identity& id, const idem::lease_token& token, std::chrono::milliseconds lease) override {
     return inner_->extend(id, token, lease);
@@ -44,18 +47,34 @@ class async_bridge final : public idem::store {
   std::string_view name() const noexcept override { return inner_->name(); }
 
  private:
-  template <class Start>
-  static void wait(Start&& start) {
-    auto finished = std::make_shared<std::promise<void>>();
-    start([finished](std::exception_ptr error) {
-      if (error) {
-        finished->set_exception(error);
-      } else {
-        finished->set_value();
+  // One answer from the store's thread to the caller's. The caller moves the error out, so that
+  // its thread holds the last reference to the exception (not a std::promise, whose shared state,
+  // exception included, may die on the store's thread).
+  template <class T>
+  struct handoff {
+    std::mutex mutex;
+    std::condition_variable answered;
+    bool done = false;
+    std::exception_ptr error;
+    std::optional<T> value;
+
+    void put(std::exception_ptr e, T v) {
+      std::lock_guard lock(mutex);
+      error = std::move(e);
+      value.emplace(std::move(v));
+      done = true;
+      answered.notify_one();
+    }
+    T take() {
+      std::unique_lock lock(mutex);
+      answered.wait(lock, [&] { return done; });
+      if (std::exception_ptr e = std::move(error)) {
+        lock.unlock();
+        std::rethrow_exception(std::move(e));
       }
-    });
-    finished->get_future().get();
-  }
+      return std::move(*value);
+    }
+  };
 
   std::unique_ptr<idem::store> inner_;
 };

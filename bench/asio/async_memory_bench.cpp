@@ -1,0 +1,109 @@
+// bench/asio — idem::async_execute on the memory store against engine::execute in the same run:
+// first calls (unique keys) and replays (the same keys again), on one thread; the asynchronous
+// calls with 1, 8, 64 and 256 coroutines in flight on one io_context thread. Prints ns per call and
+// the ratio sync / async (above 1: the asynchronous call is faster).
+//
+// Run: build/bench/idem_bench_async_memory [calls-per-round] [rounds]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <idem/asio.hpp>
+#include <idem/idem.hpp>
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+double ns_per_call(clock_type::duration took, std::size_t calls) {
+  return std::chrono::duration<double, std::nano>(took).count() / static_cast<double>(calls);
+}
+
+std::vector<std::string> make_keys(std::size_t count, int round) {
+  std::vector<std::string> keys;
+  keys.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) keys.push_back("order-" + std::to_string(round) + "-" + std::to_string(i));
+  return keys;
+}
+
+idem::config quiet() {
+  idem::config c;
+  c.purge_interval = std::chrono::milliseconds::zero();
+  return c;
+}
+
+// engine::execute over `keys`, one after the other.
+double sync_round(idem::engine& engine, const std::vector<std::string>& keys) {
+  long sum = 0;
+  const auto start = clock_type::now();
+  for (const std::string& key : keys) {
+    auto ctx = engine.make_context("Bench.sync", key);
+    sum += engine.execute(ctx, [] { return 1L; }, idem::json_codec{}).value();
+  }
+  const auto took = clock_type::now() - start;
+  if (sum != static_cast<long>(keys.size())) std::abort();
+  return ns_per_call(took, keys.size());
+}
+
+// async_execute over `keys` with `in_flight` coroutines on one io_context thread, each taking
+// the next key when its call ends.
+double async_round(idem::engine& engine, const std::vector<std::string>& keys, int in_flight) {
+  asio::io_context io(1);
+  std::size_t next = 0;
+  long sum = 0;
+  auto worker = [&]() -> asio::awaitable<void> {
+    while (next < keys.size()) {
+      const std::string& key = keys[next++];
+      auto ctx = engine.make_context("Bench.async", key);
+      auto o = co_await idem::async_execute(engine, ctx, [] { return 1L; }, idem::json_codec{}, asio::use_awaitable);
+      sum += o.value();
+    }
+  };
+  const auto start = clock_type::now();
+  for (int i = 0; i < in_flight; ++i) asio::co_spawn(io, worker(), asio::detached);
+  io.run();
+  const auto took = clock_type::now() - start;
+  if (sum != static_cast<long>(keys.size())) std::abort();
+  return ns_per_call(took, keys.size());
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::size_t calls = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 50000;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+  std::printf("idem_bench_async_memory: %zu calls per round, median of %d rounds, one thread\n\n", calls, rounds);
+  std::printf("| calls | in flight | engine::execute ns/call | async_execute ns/call | sync / async |\n");
+  std::printf("| --- | ---: | ---: | ---: | ---: |\n");
+  for (int in_flight : {1, 8, 64, 256}) {
+    std::vector<double> sync_first, sync_replay, async_first, async_replay;
+    for (int round = 0; round < rounds; ++round) {
+      idem::memory_store store;
+      idem::engine engine{store, quiet()};
+      const std::vector<std::string> keys = make_keys(calls, round);
+      sync_first.push_back(sync_round(engine, keys));
+      sync_replay.push_back(sync_round(engine, keys));
+      async_first.push_back(async_round(engine, keys, in_flight));
+      async_replay.push_back(async_round(engine, keys, in_flight));
+    }
+    const double sf = median(sync_first), sr = median(sync_replay), af = median(async_first),
+                 ar = median(async_replay);
+    std::printf("| first | %d | %.0f | %.0f | %.2fx |\n", in_flight, sf, af, sf / af);
+    std::printf("| replay | %d | %.0f | %.0f | %.2fx |\n", in_flight, sr, ar, sr / ar);
+  }
+  return 0;
+}
