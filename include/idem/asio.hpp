@@ -45,6 +45,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -121,6 +122,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
         ctx, [self](async_done finished) { self->run_action(std::move(finished)); },
         [self]() -> payload { return self->encode(); }, &cancel_,
         [self](std::exception_ptr error, detail::raw_outcome raw) { self->finish(std::move(error), std::move(raw)); });
+    initiating_.store(false);
   }
 
  private:
@@ -138,7 +140,9 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
   void run_action(async_done finished) {
     stage_.store(stage::acting);
     if (cancel_.requested()) child_.emit(boost::asio::cancellation_type::terminal);
-    boost::asio::post(executor_, [self = this->shared_from_this(), finished = std::move(finished)]() mutable {
+    // The action is not the completion handler: it may run at once when this thread runs the
+    // executor (dispatch), and is queued otherwise.
+    boost::asio::dispatch(executor_, [self = this->shared_from_this(), finished = std::move(finished)]() mutable {
       self->invoke_action(std::move(finished));
     });
   }
@@ -202,13 +206,20 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
       }
     }
     if (!result) result.emplace(in_flight{});
-    boost::asio::post(executor_, [self = this->shared_from_this(), error = for_asio(std::move(error)),
-                                  result = std::move(*result)]() mutable {
+    auto complete = [self = this->shared_from_this(), error = for_asio(std::move(error)),
+                     result = std::move(*result)]() mutable {
       boost::asio::get_associated_cancellation_slot(self->handler_).clear();
       Handler handler = std::move(self->handler_);
       self->work_.reset();
-      std::move(handler)(error, std::move(result));
-    });
+      std::move(handler)(std::move(error), std::move(result));
+    };
+    // Asio's rule: never inside the initiating function (an answer at hand, a replay, is queued);
+    // later, at once when this thread runs the executor.
+    if (initiating_.load()) {
+      boost::asio::post(executor_, std::move(complete));
+    } else {
+      boost::asio::dispatch(executor_, std::move(complete));
+    }
   }
 
   outcome<T> to_outcome(detail::raw_outcome raw) {
@@ -236,6 +247,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
   cancellation cancel_;                   // the engine's wait for a holder
   boost::asio::cancellation_signal child_;  // passed on to an awaitable action
   std::atomic<stage> stage_{stage::claiming};
+  std::atomic<bool> initiating_{true};  // start() has not returned yet
 };
 
 template <class T, class Action, class Codec, class CompletionToken>

@@ -40,8 +40,11 @@ std::size_t blocking_pool::threads() const {
 }
 
 blocking_pool& blocking_pool::shared() {
-  static blocking_pool pool(32);
-  return pool;
+  // Never destroyed: its threads end with the process. Joining them during static destruction
+  // would race with other libraries' exit-time cleanup (OpenSSL's drops the per-thread state its
+  // calls on these threads allocated, which LeakSanitizer then reports).
+  static blocking_pool* const pool = new blocking_pool(32);
+  return *pool;
 }
 
 void blocking_pool::run() {

@@ -29,7 +29,7 @@ class blocking_pool {
   std::size_t threads() const;
 
   // The process's pool for stores without asynchronous operations of their own: at most 32
-  // threads, since a duplicate's wait occupies one for as long as it waits.
+  // threads, since a duplicate's wait occupies one for as long as it waits. Never destroyed.
   static blocking_pool& shared();
 
  private:

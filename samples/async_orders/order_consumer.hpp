@@ -23,9 +23,8 @@ struct Order {
 struct Receipt {
   std::string order_id;
   long charged = 0;
-  int attempt = 0;  // which execution produced it: always 1
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Receipt, order_id, charged, attempt)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Receipt, order_id, charged)
 
 class OrderConsumer {
  public:
@@ -34,11 +33,11 @@ class OrderConsumer {
   // A duplicate delivered while the first is charging waits up to 5 s for its receipt.
   [[idem::idempotent(key = "order.id", codec = "idem::json_codec", waitTimeout = "PT5S")]]
   virtual boost::asio::awaitable<Receipt> on(const Order& order) {
-    const int attempt = ++executions;
+    ++executions;
     const Order copy = order;  // what the coroutine needs after it suspends
     boost::asio::steady_timer payment(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(50));
     co_await payment.async_wait(boost::asio::use_awaitable);
-    co_return Receipt{copy.id, copy.cents, attempt};
+    co_return Receipt{copy.id, copy.cents};
   }
 
   int executions = 0;
