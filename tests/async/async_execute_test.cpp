@@ -63,6 +63,17 @@ struct counting_listener final : idem::lifecycle_listener {
   void on_in_flight(const idem::context&, std::chrono::milliseconds) override { ++in_flight; }
 };
 
+// A completion handler that sets `aborted` when the call ended with operation_aborted.
+auto sets_if_aborted(bool& aborted) {
+  return [&aborted](std::exception_ptr e, idem::outcome<void>) {
+    try {
+      if (e) std::rethrow_exception(e);
+    } catch (const boost::system::system_error& error) {
+      aborted = error.code() == asio::error::operation_aborted;
+    }
+  };
+}
+
 // What the burst below saw: executions, answers, the most actions running at one time and the
 // process's threads at that moment.
 struct burst_result {
@@ -275,14 +286,7 @@ TEST_CASE("cancelled while waiting for a holder: operation_aborted, nothing stor
   bool aborted = false;
   bool ran = false;
   idem::async_execute(engine, engine.make_context("Cancel.wait", "k", {.wait = 30s}), [&] { ran = true; },
-                      asio::bind_cancellation_slot(signal.slot(),
-                                                   asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<void>) {
-                                                     try {
-                                                       if (e) std::rethrow_exception(e);
-                                                     } catch (const boost::system::system_error& error) {
-                                                       aborted = error.code() == asio::error::operation_aborted;
-                                                     }
-                                                   })));
+                      asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, sets_if_aborted(aborted))));
   REQUIRE(store.waiting() == 1);  // registered at once: the memory store answers inline or registers
   signal.emit(asio::cancellation_type::terminal);
   io.run();
@@ -328,14 +332,7 @@ TEST_CASE("cancelled while its action runs: the action decides, and a throw rele
                         asio::steady_timer timer(co_await asio::this_coro::executor, 30s);
                         co_await timer.async_wait(asio::use_awaitable);  // throws operation_aborted
                       },
-                      asio::bind_cancellation_slot(signal.slot(),
-                                                   asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<void>) {
-                                                     try {
-                                                       if (e) std::rethrow_exception(e);
-                                                     } catch (const boost::system::system_error& error) {
-                                                       aborted = error.code() == asio::error::operation_aborted;
-                                                     }
-                                                   })));
+                      asio::bind_cancellation_slot(signal.slot(), asio::bind_executor(io, sets_if_aborted(aborted))));
   while (!started) io.run_one();
   io.poll();  // the action is suspended on its timer now
   signal.emit(asio::cancellation_type::terminal);
