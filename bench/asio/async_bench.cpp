@@ -1,13 +1,18 @@
-// bench/asio — idem::async_execute on the memory store against engine::execute in the same run:
-// first calls (unique keys) and replays (the same keys again), on one thread; the asynchronous
-// calls with 1, 8, 64 and 256 coroutines in flight on one io_context thread. Prints ns per call and
-// the ratio sync / async (above 1: the asynchronous call is faster).
+// bench/asio — idem::async_execute against engine::execute on the same store, in the same run:
+// first calls (unique keys) and replays (the same keys again); the blocking calls one after the
+// other on one thread, the asynchronous ones with 1, 8, 64 and 256 coroutines in flight on one
+// io_context thread. Prints ns per call and the ratio sync / async (above 1: the asynchronous
+// calls get through more per second). bench/asio/run.sh starts a redis-server for the Redis rows.
 //
-// Run: build/bench/idem_bench_async_memory [calls-per-round] [rounds]
+// Run: build/bench/idem_bench_async memory|redis:HOST:PORT [calls-per-round] [rounds]
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +23,9 @@
 
 #include <idem/asio.hpp>
 #include <idem/idem.hpp>
+#if IDEM_BENCH_WITH_REDIS
+#include <idem/redis_store.hpp>
+#endif
 
 namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
@@ -76,6 +84,22 @@ double async_round(idem::engine& engine, const std::vector<std::string>& keys, i
   return ns_per_call(took, keys.size());
 }
 
+// The store named on the command line, under a prefix of this round (Redis).
+std::unique_ptr<idem::store> make_store(const std::string& spec, int round) {
+  if (spec == "memory") return std::make_unique<idem::memory_store>();
+#if IDEM_BENCH_WITH_REDIS
+  if (spec.starts_with("redis:")) {
+    const std::string address = spec.substr(6);
+    idem::redis_store_options o;
+    o.host = address.substr(0, address.rfind(':'));
+    o.port = std::stoi(address.substr(address.rfind(':') + 1));
+    o.prefix = "idem-bench-async:" + std::to_string(::getpid()) + ":" + std::to_string(round) + ":";
+    return std::make_unique<idem::redis_store>(o);
+  }
+#endif
+  throw std::invalid_argument("unknown store '" + spec + "': memory or redis:HOST:PORT");
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -84,16 +108,18 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::size_t calls = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 50000;
-  const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
-  std::printf("idem_bench_async_memory: %zu calls per round, median of %d rounds, one thread\n\n", calls, rounds);
-  std::printf("| calls | in flight | engine::execute ns/call | async_execute ns/call | sync / async |\n");
-  std::printf("| --- | ---: | ---: | ---: | ---: |\n");
+  const std::string spec = argc > 1 ? argv[1] : "memory";
+  const std::size_t calls = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 50000;
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
+  std::printf("idem_bench_async %s: %zu calls per round, median of %d rounds, one client thread\n\n", spec.c_str(),
+              calls, rounds);
+  std::printf("| store | calls | in flight | engine::execute ns/call | async_execute ns/call | sync / async |\n");
+  std::printf("| --- | --- | ---: | ---: | ---: | ---: |\n");
   for (int in_flight : {1, 8, 64, 256}) {
     std::vector<double> sync_first, sync_replay, async_first, async_replay;
     for (int round = 0; round < rounds; ++round) {
-      idem::memory_store store;
-      idem::engine engine{store, quiet()};
+      const std::unique_ptr<idem::store> store = make_store(spec, in_flight * 1000 + round);
+      idem::engine engine{*store, quiet()};
       const std::vector<std::string> keys = make_keys(calls, round);
       sync_first.push_back(sync_round(engine, keys));
       sync_replay.push_back(sync_round(engine, keys));
@@ -102,8 +128,10 @@ int main(int argc, char** argv) {
     }
     const double sf = median(sync_first), sr = median(sync_replay), af = median(async_first),
                  ar = median(async_replay);
-    std::printf("| first | %d | %.0f | %.0f | %.2fx |\n", in_flight, sf, af, sf / af);
-    std::printf("| replay | %d | %.0f | %.0f | %.2fx |\n", in_flight, sr, ar, sr / ar);
+    std::printf("| %s | first | %d | %.0f | %.0f | %.2fx |\n", spec.substr(0, spec.find(':')).c_str(), in_flight, sf,
+                af, sf / af);
+    std::printf("| %s | replay | %d | %.0f | %.0f | %.2fx |\n", spec.substr(0, spec.find(':')).c_str(), in_flight, sr,
+                ar, sr / ar);
   }
   return 0;
 }
