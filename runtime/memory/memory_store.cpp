@@ -249,40 +249,40 @@ memory_store::shard& memory_store::shard_for(std::size_t hash) const {
 
 namespace {
 
-// What one look at a record found: the answer, or the time the holder's lease ends.
-struct look_result {
-  std::optional<acquire_result> answer;
-  steady::time_point held_until{};
-};
-
 // One look at `key`'s record for `ctx`, under its shard's lock: acquires an absent, expired or
-// stolen record, replays a complete one, or reports the holder's lease.
+// stolen record, replays a complete one (true, the answer written to `out`), or reports when the
+// holder's lease ends (false).
 template <class Records>
-look_result look(Records& records, const hashed_key& key, const context& ctx, steady::time_point now) {
+bool look(Records& records, const hashed_key& key, const context& ctx, steady::time_point now, acquire_result& out,
+          steady::time_point& held_until) {
   auto it = records.find(key);
   if (it == records.end()) {
     const lease_token token = lease_token::generate();
     records.try_emplace(std::string(key.text)).first->second.acquire(ctx, token, now);
-    return {acquired{token}};
+    out = acquired{token};
+    return true;
   }
   detail::memory_record& record = it->second;
   if (record.complete) {
     if (record.expires <= now) {  // past its ttl: absent for this acquisition
       const lease_token token = lease_token::generate();
       record.acquire(ctx, token, now);
-      return {acquired{token}};
+      out = acquired{token};
+    } else if (record.fingerprint && ctx.fingerprint && *record.fingerprint != *ctx.fingerprint) {
+      out = fingerprint_mismatch{*record.fingerprint, *ctx.fingerprint};
+    } else {
+      out.emplace<duplicate>(record.value, record.completed_at);
     }
-    if (record.fingerprint && ctx.fingerprint && *record.fingerprint != *ctx.fingerprint) {
-      return {fingerprint_mismatch{*record.fingerprint, *ctx.fingerprint}};
-    }
-    return {duplicate{record.value, record.completed_at}};
+    return true;
   }
   if (record.lease_expires <= now) {  // the holder's lease expired: steal it
     const lease_token token = lease_token::generate();
     record.acquire(ctx, token, now);
-    return {acquired{token}};
+    out = acquired{token};
+    return true;
   }
-  return {std::nullopt, record.lease_expires};
+  held_until = record.lease_expires;
+  return false;
 }
 
 }  // namespace
@@ -298,13 +298,15 @@ std::shared_ptr<memory_store::waiter> memory_store::take_locked(shard& s, std::s
 
 bool memory_store::settle_locked(shard& s, std::size_t index, steady::time_point now, ready_list& ready) {
   waiter& w = *s.waiters[index];
-  look_result found = look(s.records, hashed_key{w.key, w.hash}, w.ctx, now);
-  if (!found.answer && now >= w.deadline) found.answer = in_flight{remaining_lease(found.held_until, now)};
-  if (found.answer) {
-    ready.add(take_locked(s, index), std::move(*found.answer));
+  acquire_result answer{in_flight{}};
+  steady::time_point held_until{};
+  const bool answered = look(s.records, hashed_key{w.key, w.hash}, w.ctx, now, answer, held_until);
+  if (!answered && now >= w.deadline) answer = in_flight{remaining_lease(held_until, now)};
+  if (answered || now >= w.deadline) {
+    ready.add(take_locked(s, index), std::move(answer));
     return true;
   }
-  arm_locked(s, index, std::min(w.deadline, found.held_until));
+  arm_locked(s, index, std::min(w.deadline, held_until));
   return false;
 }
 
@@ -369,13 +371,10 @@ bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
   {
     std::lock_guard lock(s.mutex);
     const steady::time_point now = steady::now();
-    look_result found = look(s.records, key, ctx, now);
-    if (found.answer) {
-      answered = std::move(*found.answer);
-      return true;
-    }
+    steady::time_point held_until{};
+    if (look(s.records, key, ctx, now, answered, held_until)) return true;
     if (ctx.wait <= std::chrono::milliseconds::zero()) {
-      answered = in_flight{remaining_lease(found.held_until, now)};
+      answered = in_flight{remaining_lease(held_until, now)};
       return true;
     }
     auto w = std::make_shared<waiter>(ctx, std::string(key.text), key.hash, cancel, make_handler());
@@ -387,7 +386,7 @@ bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
       w->counted.emplace(waiters_);
       w->counted->begin();  // under the shard's lock: a complete that follows finds it waiting
       s.waiters.push_back(w);
-      arm_locked(s, s.waiters.size() - 1, std::min(w->deadline, found.held_until));
+      arm_locked(s, s.waiters.size() - 1, std::min(w->deadline, held_until));
     }
   }
   if (refused) refused->done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
