@@ -253,29 +253,29 @@ void engine_core::released(const context& ctx, std::exception_ptr error, std::st
 }
 
 void engine_core::release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept {
-  try {
-    store_.release(ctx.id, token);
-  } catch (...) {
-    released(ctx, std::current_exception(), after);
-  }
+  released(ctx, release_error(ctx, token), after);
 }
 
-// The action threw: its record was released (or could not be), so that a retry can succeed.
+// The action threw and its record was released (or could not be: `release_failure`, logged), so
+// that a retry can succeed.
 void engine_core::action_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
-                                std::exception_ptr release_error) noexcept {
-  released(ctx, std::move(release_error), "after its action failed");
+                                std::exception_ptr release_failure) noexcept {
+  released(ctx, std::move(release_failure), "after its action failed");
   notify(hooks_, "on_failed", ctx, [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::action); });
 }
 
 void engine_core::action_threw(const context& ctx, const lease_token& token) noexcept {
   const std::exception_ptr cause = std::current_exception();
-  std::exception_ptr release_error;
+  action_failed(ctx, token, cause, release_error(ctx, token));
+}
+
+std::exception_ptr engine_core::release_error(const context& ctx, const lease_token& token) noexcept {
   try {
     store_.release(ctx.id, token);
+    return nullptr;
   } catch (...) {
-    release_error = std::current_exception();
+    return std::current_exception();
   }
-  action_failed(ctx, token, cause, std::move(release_error));
 }
 
 // The work happened but its record could not be written, so the record is not released: it
@@ -339,8 +339,8 @@ struct async_call : std::enable_shared_from_this<async_call> {
   void action_ended(std::exception_ptr cause) {
     if (cause) {
       heartbeat.cancel();
-      core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_error) mutable {
-        self->core->action_failed(self->ctx, self->token, cause, std::move(release_error));
+      core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_failure) mutable {
+        self->core->action_failed(self->ctx, self->token, cause, std::move(release_failure));
         self->fail(std::move(cause));
       });
       return;

@@ -53,15 +53,17 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   raw_outcome run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
                                  function_ref<void()> action, function_ref<payload()> encode);
   void check_join(const context& ctx, transaction* tx) const;
-  // The action failed with `cause` and its record was released (`release_error` if that failed).
+  // The action failed with `cause` and its record was released (`release_failure` if that failed).
   void action_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
-                     std::exception_ptr release_error) noexcept;
+                     std::exception_ptr release_failure) noexcept;
   // In a catch block: releases the record the action held (on this thread), then action_failed().
   void action_threw(const context& ctx, const lease_token& token) noexcept;
   raw_outcome completion_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
                                 bool always_propagate);
   // Releases on the calling thread; a failure is logged (see released()).
   void release_quietly(const context& ctx, const lease_token& token, std::string_view after) noexcept;
+  // Releases on the calling thread and returns what that threw (null: released).
+  std::exception_ptr release_error(const context& ctx, const lease_token& token) noexcept;
   // What a release that failed with `error` (null: it succeeded) means, logged.
   void released(const context& ctx, std::exception_ptr error, std::string_view after) const noexcept;
 };
