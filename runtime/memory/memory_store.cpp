@@ -394,32 +394,35 @@ bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
 }
 
 acquire_result memory_store::try_acquire(const context& ctx) {
-  // The waiter's handler hands the answer to this thread.
+  // The waiter's handler hands the answer to this thread; built only when the call waits, so that
+  // a call answered at once pays for no mutex or condition variable.
   struct blocking_wait {
     std::mutex mutex;
     std::condition_variable answered;
     bool done = false;
     std::exception_ptr error;
     acquire_result result{in_flight{}};
-  } wait;
+  };
+  std::optional<blocking_wait> wait;
   acquire_result answer{in_flight{}};
   if (look_or_wait(ctx, nullptr,
                    [&]() -> async_handler<acquire_result> {
-                     return [&wait](std::exception_ptr error, acquire_result result) {
-                       std::lock_guard lock(wait.mutex);
-                       wait.error = std::move(error);
-                       wait.result = std::move(result);
-                       wait.done = true;
-                       wait.answered.notify_one();  // under the lock: `wait` lives until it is released
+                     blocking_wait& w = wait.emplace();
+                     return [&w](std::exception_ptr error, acquire_result result) {
+                       std::lock_guard lock(w.mutex);
+                       w.error = std::move(error);
+                       w.result = std::move(result);
+                       w.done = true;
+                       w.answered.notify_one();  // under the lock: `w` lives until it is released
                      };
                    },
                    answer)) {
     return answer;
   }
-  std::unique_lock lock(wait.mutex);
-  wait.answered.wait(lock, [&] { return wait.done; });
-  if (wait.error) std::rethrow_exception(wait.error);
-  return std::move(wait.result);
+  std::unique_lock lock(wait->mutex);
+  wait->answered.wait(lock, [&] { return wait->done; });
+  if (wait->error) std::rethrow_exception(std::move(wait->error));
+  return std::move(wait->result);
 }
 
 void memory_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
