@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -87,11 +88,14 @@ struct burst_result {
 };
 
 // `keys` keys, each called twice at once, every call a coroutine on one io_context thread; the
-// action waits 50 ms on a steady_timer.
+// action waits 50 ms on a steady_timer. The actions first wait, at most 30 s, until all of them
+// have started: none waits for another unless the calls block the thread, and a slow machine
+// cannot end one action before the last has started.
 burst_result burst(idem::engine& engine, int keys, const std::string& scope) {
   asio::io_context io;
   burst_result r;
   int running = 0;
+  asio::steady_timer all_started(io, 30s);
   const auto start = std::chrono::steady_clock::now();
   for (int k = 0; k < keys; ++k) {
     for (int copy = 0; copy < 2; ++copy) {
@@ -104,7 +108,12 @@ burst_result burst(idem::engine& engine, int keys, const std::string& scope) {
                 [&, k]() -> asio::awaitable<int> {
                   ++r.executions;
                   r.peak_running = std::max(r.peak_running, ++running);
-                  if (running == keys) r.peak_threads = thread_count();
+                  if (running == keys) {
+                    r.peak_threads = thread_count();
+                    all_started.cancel();
+                  } else {
+                    co_await all_started.async_wait(asio::as_tuple(asio::use_awaitable));
+                  }
                   asio::steady_timer timer(co_await asio::this_coro::executor, 50ms);
                   co_await timer.async_wait(asio::use_awaitable);
                   --running;
