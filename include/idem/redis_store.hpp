@@ -130,6 +130,17 @@ class redis_store final : public store {
   // included). Throws store_unavailable_error and durability_error only.
   bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
 
+  // The same three without a thread parked per call, on one reactor thread of the store: a round
+  // trip completes when its reply arrives on the multiplexed connection, and a duplicate's wait is
+  // a pub/sub registration plus a timer. Opening a connection, loading or following a cluster's
+  // slot map and waiting for replicas (replica_ack) take a thread of the shared blocking pool for
+  // their step. Handlers run on the reactor's or the subscriber's thread and must not block.
+  // Destroying the store answers the calls still waiting store_unavailable_error.
+  void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) override;
+  void async_complete(const identity& id, const lease_token& token, const payload& value,
+                      std::chrono::milliseconds ttl, async_done done) override;
+  void async_release(const identity& id, const lease_token& token, async_done done) override;
+
   std::size_t waiting() const noexcept override;
 
   // Scans at most purge_max_pages pages of purge_batch keys under `<prefix>rec:*` (on every

@@ -15,28 +15,33 @@ constexpr std::chrono::milliseconds idle_check_after{1};
 
 }  // namespace
 
-connection_pool::connection_pool(endpoint where, std::size_t capacity)
-    : where_(std::move(where)), capacity_(capacity) {}
+connection_pool::connection_pool(endpoint where, std::size_t capacity, reactor& loop)
+    : where_(std::move(where)), capacity_(capacity), loop_(loop) {}
 
 connection_pool::~connection_pool() = default;
+
+std::shared_ptr<multiplexed_connection> connection_pool::pick_locked() {
+  std::erase_if(open_, [](const auto& c) { return c->broken(); });
+  for (const auto& c : open_) {
+    if (c->in_flight() == 0) return c;
+  }
+  if (open_.empty() || open_.size() + opening_ < capacity_) return nullptr;
+  // All `capacity_` are busy (or being opened): pipeline on the least busy, and behind a
+  // blocking command (WAIT) only when every connection has one.
+  auto load = [](const auto& c) { return std::pair(c->blocking_in_flight() > 0, c->in_flight()); };
+  return *std::min_element(open_.begin(), open_.end(), [&](const auto& a, const auto& b) { return load(a) < load(b); });
+}
 
 std::shared_ptr<multiplexed_connection> connection_pool::take() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    std::erase_if(open_, [](const auto& c) { return c->broken(); });
-    std::shared_ptr<multiplexed_connection> conn;
-    for (const auto& c : open_) {
-      if (c->in_flight() == 0) {
-        conn = c;
-        break;
-      }
-    }
+    std::shared_ptr<multiplexed_connection> conn = pick_locked();
     if (conn == nullptr && open_.size() + opening_ < capacity_) {
       // Connect outside the lock: callers that find a connection meanwhile are not held up.
       ++opening_;
       lock.unlock();
       try {
-        conn = std::make_shared<multiplexed_connection>(where_);  // throws io_failure
+        conn = std::make_shared<multiplexed_connection>(where_, loop_);  // throws io_failure
       } catch (...) {
         lock.lock();
         --opening_;
@@ -50,13 +55,6 @@ std::shared_ptr<multiplexed_connection> connection_pool::take() {
       opened_or_failed_.notify_all();
       return conn;  // fresh: nothing to check
     }
-    if (conn == nullptr && !open_.empty()) {
-      // All `capacity_` are busy (or being opened): pipeline on the least busy, and behind a
-      // blocking command (WAIT) only when every connection has one.
-      auto load = [](const auto& c) { return std::pair(c->blocking_in_flight() > 0, c->in_flight()); };
-      conn = *std::min_element(open_.begin(), open_.end(),
-                               [&](const auto& a, const auto& b) { return load(a) < load(b); });
-    }
     if (conn == nullptr) {
       // Every connection there may be is still being opened: wait for one (the opener tells
       // success and failure alike, within its connect timeout), then pick again.
@@ -69,6 +67,17 @@ std::shared_ptr<multiplexed_connection> connection_pool::take() {
     lock.lock();
     std::erase(open_, conn);
   }
+}
+
+std::shared_ptr<multiplexed_connection> connection_pool::take_open() noexcept {
+  std::shared_ptr<multiplexed_connection> conn;
+  {
+    std::lock_guard lock(mutex_);
+    // A connection take() would open instead of sharing a busy one is left to take().
+    conn = pick_locked();
+  }
+  if (conn != nullptr && conn->usable(idle_check_after)) return conn;
+  return nullptr;  // take() drops it and opens another
 }
 
 }  // namespace idem::detail::redis

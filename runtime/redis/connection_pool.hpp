@@ -25,20 +25,29 @@ namespace idem::detail::redis {
 // the server closed while it sat idle, is dropped and replaced on the next call. Thread-safe.
 class connection_pool {
  public:
-  connection_pool(endpoint where, std::size_t capacity);
+  // `loop` serves the connections' asynchronous calls and must outlive the pool.
+  connection_pool(endpoint where, std::size_t capacity, reactor& loop);
   ~connection_pool();
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
 
   // A connection to send on, shared with other callers. Opens one when needed. Throws io_failure.
   std::shared_ptr<multiplexed_connection> take();
+  // The same without opening a connection or waiting for one being opened: null when take()
+  // would have to. For callers that must not block (asynchronous calls). Never throws.
+  std::shared_ptr<multiplexed_connection> take_open() noexcept;
 
   const endpoint& where() const noexcept { return where_; }
   std::uint64_t opened() const noexcept { return opened_.load(std::memory_order_relaxed); }
 
  private:
+  // An open connection to share: one with nothing in flight, else (when every one there may be is
+  // open or being opened) the least busy; null when one should be opened first.
+  std::shared_ptr<multiplexed_connection> pick_locked();
+
   endpoint where_;
   std::size_t capacity_;
+  reactor& loop_;
   std::mutex mutex_;
   std::condition_variable opened_or_failed_;  // a connection being opened is done, either way
   std::vector<std::shared_ptr<multiplexed_connection>> open_;

@@ -1,4 +1,4 @@
-// runtime/redis/multiplexed_connection.cpp — one command connection that many threads pipeline on.
+// runtime/redis/multiplexed_connection.cpp — one command connection that many callers pipeline on.
 #include "multiplexed_connection.hpp"
 
 #include <cerrno>
@@ -9,27 +9,31 @@
 
 namespace idem::detail::redis {
 
-// One caller's place in the reply queue; lives on the caller's stack until it is answered.
+// One caller's place in the reply queue: a blocking caller's lives on its stack until it is
+// answered; an asynchronous one's on the heap, owned by the queue until its handler ran.
 struct multiplexed_connection::call {
   std::span<reply_ptr> replies;
   std::size_t received = 0;
   bool blocking = false;
   bool answered = false;  // every reply arrived, or the connection broke
   bool failed = false;
-  std::condition_variable turn;  // answered, or the reader role may be free
+  std::condition_variable turn;  // blocking caller: answered, or the reader role may be free
+  exchange_handler done;         // asynchronous caller: set, and answered through it
+  std::string failure;           // asynchronous caller: why it failed
+  bool outcome_unknown = true;
 };
 
 void multiplexed_connection::reader_deleter::operator()(redisReader* r) const noexcept { redisReaderFree(r); }
 
-multiplexed_connection::multiplexed_connection(const endpoint& where)
-    : conn_(where), command_timeout_(where.command_timeout), parser_(redisReaderCreate()),
+multiplexed_connection::multiplexed_connection(const endpoint& where, reactor& loop)
+    : conn_(where), loop_(loop), command_timeout_(where.command_timeout), parser_(redisReaderCreate()),
       last_reply_(std::chrono::steady_clock::now()) {
   if (parser_ == nullptr) throw io_failure("cannot allocate a hiredis reply parser");
 }
 
 multiplexed_connection::~multiplexed_connection() = default;
 
-void multiplexed_connection::exchange(std::span<command> commands, std::span<reply_ptr> replies, bool blocking) {
+std::string& multiplexed_connection::format(std::span<command> commands) {
   // Formatted outside the lock into a per-thread buffer: no allocation per call, and a buffer
   // that grew for a large payload is given back instead of kept for the thread's life.
   thread_local std::string wire;
@@ -37,10 +41,15 @@ void multiplexed_connection::exchange(std::span<command> commands, std::span<rep
   if (wire.capacity() > kept_capacity) std::string().swap(wire);
   wire.clear();
   for (const command& cmd : commands) cmd.append_to(wire);
+  return wire;
+}
 
+void multiplexed_connection::exchange(std::span<command> commands, std::span<reply_ptr> replies, bool blocking) {
+  const std::string& wire = format(commands);
   call me;
   me.replies = replies;
   me.blocking = blocking;
+  finished_calls finished;
   std::unique_lock lock(mutex_);
   if (broken()) throw io_failure(failure_);
   // Queued before the write: once the bytes are out, nothing may fail between them and our place
@@ -48,7 +57,14 @@ void multiplexed_connection::exchange(std::span<command> commands, std::span<rep
   waiting_.push_back(&me);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   if (blocking) blocking_in_flight_.fetch_add(1, std::memory_order_relaxed);
-  send_locked(wire);  // throws, having broken the connection (which fails `me` too), when it fails
+  try {
+    send_locked(wire);  // throws, having broken the connection (which fails `me` too), when it fails
+  } catch (const io_failure&) {
+    break_locked(failure_, finished);
+    lock.unlock();
+    answer(finished);
+    throw;
+  }
 
   std::deque<reply_ptr> arrived;
   while (!me.answered) {
@@ -60,18 +76,115 @@ void multiplexed_connection::exchange(std::span<command> commands, std::span<rep
     lock.unlock();
     std::string failure;
     try {
-      read_some(arrived);
+      read_some(arrived, /*wait=*/true);
     } catch (const std::exception& e) {  // io_failure, or bad_alloc while parsing
       failure = e.what();
     }
     lock.lock();
     reading_ = false;
-    deliver_locked(arrived);
-    if (!failure.empty()) break_locked(std::move(failure));
+    deliver_locked(arrived, finished);
+    if (!failure.empty()) break_locked(std::move(failure), finished);
+    if (!finished.empty()) {  // asynchronous calls this read answered: not under the lock
+      lock.unlock();
+      answer(finished);
+      lock.lock();
+    }
   }
-  // Pass the reader role on: the oldest waiting caller's reply is the next to arrive.
-  if (!reading_ && !waiting_.empty()) waiting_.front()->turn.notify_one();
+  pass_reader_role_locked(finished);
+  lock.unlock();
+  answer(finished);
   if (me.failed) throw io_failure(failure_, /*outcome_unknown=*/true);  // sent, not answered
+}
+
+void multiplexed_connection::async_exchange(std::span<command> commands, std::span<reply_ptr> replies, bool blocking,
+                                            exchange_handler done) {
+  const std::string& wire = format(commands);
+  auto me = std::make_unique<call>();
+  me->replies = replies;
+  me->blocking = blocking;
+  me->done = std::move(done);
+  finished_calls finished;
+  {
+    std::unique_lock lock(mutex_);
+    if (broken()) {
+      me->failed = true;
+      me->failure = failure_;
+      me->outcome_unknown = false;
+      finished.push_back(std::move(me));
+    } else {
+      call* const placed = me.get();
+      waiting_.push_back(me.release());
+      in_flight_.fetch_add(1, std::memory_order_relaxed);
+      if (blocking) blocking_in_flight_.fetch_add(1, std::memory_order_relaxed);
+      try {
+        send_locked(wire);
+        pass_reader_role_locked(finished);
+      } catch (const io_failure& e) {
+        placed->outcome_unknown = e.outcome_unknown();
+        break_locked(failure_, finished);
+      }
+    }
+  }
+  answer(finished);
+}
+
+void multiplexed_connection::pass_reader_role_locked(finished_calls& finished) {
+  if (reading_ || waiting_.empty()) return;
+  call& oldest = *waiting_.front();
+  if (!oldest.done) {
+    oldest.turn.notify_one();  // the oldest blocking caller's reply is the next to arrive
+    return;
+  }
+  reading_ = true;
+  try {
+    const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
+    const reactor::id armed =
+        loop_.when_readable(conn_.fd(), deadline, [self = shared_from_this()](reactor::wake why) { self->on_readable(why); });
+    if (armed == 0) {
+      reading_ = false;
+      break_locked("the store is being destroyed", finished);
+    }
+  } catch (const std::exception& e) {
+    reading_ = false;
+    break_locked(std::string("cannot watch the connection: ") + e.what(), finished);
+  }
+}
+
+void multiplexed_connection::on_readable(reactor::wake why) {
+  std::deque<reply_ptr> arrived;
+  std::string failure;
+  if (why == reactor::wake::stopped) {
+    failure = "the store is being destroyed";
+  } else if (why == reactor::wake::timed_out) {
+    failure = "receive: no reply within the command timeout of " + std::to_string(command_timeout_.count()) + " ms";
+  } else {
+    try {
+      read_some(arrived, /*wait=*/false);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  }
+  finished_calls finished;
+  {
+    std::lock_guard lock(mutex_);
+    reading_ = false;
+    deliver_locked(arrived, finished);
+    if (!failure.empty()) break_locked(std::move(failure), finished);
+    pass_reader_role_locked(finished);
+  }
+  answer(finished);
+}
+
+void multiplexed_connection::answer(finished_calls& finished) const {
+  for (std::unique_ptr<call>& c : finished) {
+    if (c->failed) {
+      const io_failure failure(c->failure, c->outcome_unknown);
+      c->done(&failure, c->replies);
+    } else {
+      c->done(nullptr, c->replies);
+    }
+  }
+  finished.clear();
 }
 
 void multiplexed_connection::send_locked(const std::string& wire) {
@@ -85,22 +198,23 @@ void multiplexed_connection::send_locked(const std::string& wire) {
     }
     if (n < 0 && errno == EINTR) continue;
     const bool timed_out = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-    break_locked(timed_out ? "send: the server accepted nothing within the command timeout of " +
-                                 std::to_string(command_timeout_.count()) + " ms"
-                           : std::string("send: ") + std::strerror(errno));
+    failure_ = timed_out ? "send: the server accepted nothing within the command timeout of " +
+                               std::to_string(command_timeout_.count()) + " ms"
+                         : std::string("send: ") + std::strerror(errno);
     throw io_failure(failure_, /*outcome_unknown=*/sent > 0);
   }
 }
 
-void multiplexed_connection::read_some(std::deque<reply_ptr>& replies) {
+void multiplexed_connection::read_some(std::deque<reply_ptr>& replies, bool wait) {
   char buffer[16 * 1024];
   ssize_t n = 0;
   do {
-    n = ::recv(conn_.fd(), buffer, sizeof buffer, 0);
+    n = ::recv(conn_.fd(), buffer, sizeof buffer, wait ? 0 : MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n == 0) throw io_failure("receive: the server closed the connection");
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait) return;  // woken for nothing (a spurious readiness): the reactor watches again
       throw io_failure("receive: no reply within the command timeout of " + std::to_string(command_timeout_.count()) +
                        " ms");
     }
@@ -119,7 +233,7 @@ void multiplexed_connection::read_some(std::deque<reply_ptr>& replies) {
   }
 }
 
-void multiplexed_connection::deliver_locked(std::deque<reply_ptr>& replies) {
+void multiplexed_connection::deliver_locked(std::deque<reply_ptr>& replies, finished_calls& finished) {
   if (!replies.empty()) last_reply_ = std::chrono::steady_clock::now();
   while (!replies.empty() && !waiting_.empty()) {
     call& c = *waiting_.front();
@@ -130,15 +244,19 @@ void multiplexed_connection::deliver_locked(std::deque<reply_ptr>& replies) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     if (c.blocking) blocking_in_flight_.fetch_sub(1, std::memory_order_relaxed);
     c.answered = true;
-    c.turn.notify_one();
+    if (c.done) {
+      finished.emplace_back(&c);
+    } else {
+      c.turn.notify_one();
+    }
   }
   if (!replies.empty()) {
     replies.clear();
-    break_locked("receive: a reply nobody asked for (the connection is out of step)");
+    break_locked("receive: a reply nobody asked for (the connection is out of step)", finished);
   }
 }
 
-void multiplexed_connection::break_locked(std::string reason) {
+void multiplexed_connection::break_locked(std::string reason, finished_calls& finished) {
   if (!broken()) {
     failure_ = std::move(reason);
     broken_.store(true, std::memory_order_release);
@@ -150,7 +268,12 @@ void multiplexed_connection::break_locked(std::string reason) {
   for (call* c : waiting_) {
     c->failed = true;
     c->answered = true;
-    c->turn.notify_one();
+    if (c->done) {
+      c->failure = failure_;
+      finished.emplace_back(c);
+    } else {
+      c->turn.notify_one();
+    }
   }
   waiting_.clear();
   in_flight_.store(0, std::memory_order_relaxed);
@@ -158,6 +281,7 @@ void multiplexed_connection::break_locked(std::string reason) {
 }
 
 bool multiplexed_connection::usable(std::chrono::steady_clock::duration idle_for) {
+  finished_calls finished;  // stays empty: nothing is in flight when the probe runs
   std::lock_guard lock(mutex_);
   if (broken()) return false;
   if (reading_ || !waiting_.empty()) return true;  // in use: a problem will show in the read
@@ -167,7 +291,8 @@ bool multiplexed_connection::usable(std::chrono::steady_clock::duration idle_for
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
   break_locked(n == 0 ? "the server closed the connection while it was idle"
                       : n > 0 ? "bytes nobody asked for arrived while the connection was idle"
-                              : std::string("the idle connection failed: ") + std::strerror(errno));
+                              : std::string("the idle connection failed: ") + std::strerror(errno),
+               finished);
   return false;
 }
 

@@ -6,12 +6,15 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "connection.hpp"
+#include "reactor.hpp"
 
 namespace idem::detail::redis {
 
@@ -21,16 +24,19 @@ namespace idem::detail::redis {
 // caller writes its commands at once (under a mutex, so the order of writes is the order of
 // replies) and waits for its replies; one waiting caller at a time is the reader: it reads what
 // has arrived and hands every complete reply to its caller, in order, then passes the reader role
-// on to the oldest caller still waiting. There is no I/O thread: a caller alone on the connection
-// writes, reads its own reply and returns, exactly like a blocking client; concurrent callers
-// share reads and writes, so Redis serves several requests per system call.
+// on to the oldest caller still waiting. A blocking caller alone on the connection writes, reads
+// its own reply and returns, exactly like a blocking client; concurrent callers share reads and
+// writes, so Redis serves several requests per system call. An asynchronous call (async_exchange)
+// waits on no thread: when the oldest call waiting is one, the reader role goes to the store's
+// reactor, which reads when the socket is readable and answers the call from its thread.
 //
 // Once a read or write failed (timeout, reset, protocol error) the connection is broken: every
 // call pipelined on it throws io_failure, and so does every later call. Thread-safe.
-class multiplexed_connection {
+class multiplexed_connection : public std::enable_shared_from_this<multiplexed_connection> {
  public:
   // Connects within connect_timeout, then AUTH and SELECT as configured. Throws io_failure.
-  explicit multiplexed_connection(const endpoint& where);
+  // `loop` reads for asynchronous calls and must outlive the connection.
+  multiplexed_connection(const endpoint& where, reactor& loop);
   ~multiplexed_connection();
   multiplexed_connection(const multiplexed_connection&) = delete;
   multiplexed_connection& operator=(const multiplexed_connection&) = delete;
@@ -46,6 +52,16 @@ class multiplexed_connection {
     return reply;
   }
 
+  // What an asynchronous exchange reports: the failure (null when every reply arrived) and the
+  // replies, one per command. Runs on the reactor's thread, or on the calling thread when the
+  // connection was broken already or the write failed.
+  using exchange_handler = std::function<void(const io_failure* failure, std::span<reply_ptr> replies)>;
+  // Writes `commands` together (before it returns: they may die then) and calls `done` with their
+  // replies later, without a thread waiting. `replies` (one per command) must live until `done`.
+  // Never throws for the connection's sake: a failure goes to `done`.
+  void async_exchange(std::span<command> commands, std::span<reply_ptr> replies, bool blocking,
+                      exchange_handler done);
+
   // False when the peer closed the connection or it broke. When nothing is in flight and the
   // connection has been idle for at least `idle_for`, checks the socket first with a non-blocking
   // peek (a Redis that restarted meanwhile closed it): no round trip, and no system call on a
@@ -59,13 +75,23 @@ class multiplexed_connection {
 
  private:
   struct call;
+  using finished_calls = std::vector<std::unique_ptr<call>>;  // asynchronous calls to answer, in order
+  static std::string& format(std::span<command> commands);
   void send_locked(const std::string& wire);
-  // One read; every complete reply it finished is appended to `replies`. Throws io_failure.
-  void read_some(std::deque<reply_ptr>& replies);
-  void deliver_locked(std::deque<reply_ptr>& replies);
-  void break_locked(std::string reason);
+  // One read; every complete reply it finished is appended to `replies`. `wait`: blocks up to the
+  // command timeout (a blocking reader), or reads only what arrived (the reactor). Throws io_failure.
+  void read_some(std::deque<reply_ptr>& replies, bool wait);
+  void deliver_locked(std::deque<reply_ptr>& replies, finished_calls& finished);
+  void break_locked(std::string reason, finished_calls& finished);
+  // Hands the reader role to the oldest waiting call when nobody holds it: a blocking caller is
+  // woken, an asynchronous one makes the reactor watch the socket.
+  void pass_reader_role_locked(finished_calls& finished);
+  void on_readable(reactor::wake why);
+  // Answers `finished` outside the lock, in order.
+  void answer(finished_calls& finished) const;
 
-  connection conn_;  // setup (AUTH, SELECT) and the socket; reads and writes go around its buffers
+  connection conn_;
+  reactor& loop_;  // setup (AUTH, SELECT) and the socket; reads and writes go around its buffers
   std::chrono::milliseconds command_timeout_;
   struct reader_deleter {
     void operator()(redisReader* r) const noexcept;
@@ -74,7 +100,7 @@ class multiplexed_connection {
 
   std::mutex mutex_;
   std::deque<call*> waiting_;  // written, not yet answered, in write order
-  bool reading_ = false;       // a caller holds the reader role
+  bool reading_ = false;       // a caller, or the reactor, holds the reader role
   std::string failure_;        // why the connection broke
   std::chrono::steady_clock::time_point last_reply_;
   std::atomic<bool> broken_{false};

@@ -77,6 +77,27 @@ subscriber::watch::~watch() {
   if (last) hub_.wake();
 }
 
+bool subscriber::watch::notify_on_change(const snapshot& seen, std::function<void()> on_change) {
+  std::lock_guard lock(hub_.mutex_);
+  const channel_state& ch = *state_;
+  if (hub_.stop_ || ch.events != seen.events || ch.confirmed != seen.confirmed || ch.lost != seen.lost ||
+      ch.confirmations != seen.confirmations) {
+    return false;
+  }
+  state_->listeners.emplace_back(this, std::move(on_change));
+  return true;
+}
+
+void subscriber::watch::cancel_notify() {
+  std::function<void()> dropped;  // destroyed outside the lock: it may own anything
+  std::lock_guard lock(hub_.mutex_);
+  auto& listeners = state_->listeners;
+  auto it = std::find_if(listeners.begin(), listeners.end(), [this](const auto& l) { return l.first == this; });
+  if (it == listeners.end()) return;
+  dropped = std::move(it->second);
+  listeners.erase(it);
+}
+
 subscriber::snapshot subscriber::watch::state() const {
   std::lock_guard lock(hub_.mutex_);
   return snapshot{state_->confirmed, state_->lost, state_->confirmations, state_->events};
@@ -130,6 +151,7 @@ void subscriber::run() noexcept {
       // The connection failed; fall through to reconnect.
     }
     disconnected();
+    run_due();
     conn.reset();
     {
       std::lock_guard lock(mutex_);
@@ -200,6 +222,7 @@ void subscriber::serve(connection& conn) {
         reply_ptr reply(static_cast<redisReply*>(raw));
         handle(*reply, sent);
       }
+      run_due();
     }
   }
 }
@@ -226,7 +249,7 @@ void subscriber::handle(const redisReply& reply, std::deque<pending>& sent) {
     ch.last_message.assign(text(reply.element[2]));
     ++ch.events;
     messages_.fetch_add(1, std::memory_order_relaxed);
-    ch.changed.notify_all();
+    changed_locked(ch);
     return;
   }
   const bool subscribed = kind == "subscribe" || kind == "ssubscribe";
@@ -241,6 +264,27 @@ void subscriber::handle(const redisReply& reply, std::deque<pending>& sent) {
   }
 }
 
+void subscriber::changed_locked(channel_state& ch) {
+  ch.changed.notify_all();
+  for (auto& listener : ch.listeners) due_.push_back(std::move(listener.second));
+  ch.listeners.clear();
+}
+
+void subscriber::run_due() {
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard lock(mutex_);
+    due.swap(due_);
+  }
+  for (auto& listener : due) {
+    try {
+      listener();
+    } catch (...) {
+      // A listener reports through its own operation.
+    }
+  }
+}
+
 void subscriber::answered_locked(const std::string& channel, bool subscribe) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
@@ -249,7 +293,7 @@ void subscriber::answered_locked(const std::string& channel, bool subscribe) {
   if (ch.unanswered == 0 && ch.sent && !ch.confirmed && subscribe) {
     ch.confirmed = true;
     ++ch.confirmations;
-    ch.changed.notify_all();
+    changed_locked(ch);
   }
   if (ch.unanswered == 0 && !ch.sent && ch.waiters == 0) channels_.erase(it);
 }
@@ -261,7 +305,7 @@ void subscriber::lose_locked(const std::string& channel) {
   ch.sent = false;
   ch.confirmed = false;
   ch.lost = true;
-  ch.changed.notify_all();
+  changed_locked(ch);
   if (ch.unanswered == 0 && ch.waiters == 0) channels_.erase(it);
 }
 
@@ -273,7 +317,7 @@ void subscriber::disconnected() {
     ch.unanswered = 0;
     if (ch.confirmed) {
       ch.confirmed = false;
-      ch.changed.notify_all();
+      changed_locked(ch);
     }
     if (ch.waiters == 0) {
       it = channels_.erase(it);

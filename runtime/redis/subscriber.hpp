@@ -11,6 +11,9 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "connection.hpp"
 
@@ -40,6 +43,8 @@ class subscriber {
     std::uint64_t confirmations = 0;  // times `confirmed` became true
     std::uint64_t events = 0;         // messages received
     std::string last_message;         // the latest message's text
+    // Asynchronous waiters to call on the next change, by watch.
+    std::vector<std::pair<const void*, std::function<void()>>> listeners;
   };
 
  public:
@@ -74,6 +79,12 @@ class subscriber {
     std::string last_message() const;
     // Blocks until the channel's state differs from `seen` or `until` passes.
     void wait(const snapshot& seen, std::chrono::steady_clock::time_point until) const;
+    // The same without blocking: registers `on_change`, called once from the subscriber's thread
+    // (without its lock) when the channel's state changes. Returns false, registering nothing,
+    // when the state differs from `seen` already. One registration per watch at a time.
+    [[nodiscard]] bool notify_on_change(const snapshot& seen, std::function<void()> on_change);
+    // Drops the registration if it was not called yet (it may be running now: callers guard).
+    void cancel_notify();
 
    private:
     subscriber& hub_;
@@ -94,6 +105,10 @@ class subscriber {
   };
   void serve(connection& conn);
   void handle(const redisReply& reply, std::deque<pending>& sent);
+  // The channel's state changed: wakes its blocked waiters and queues its listeners for run_due.
+  void changed_locked(channel_state& ch);
+  // Calls the listeners changed_locked queued, without the lock (on the subscriber's thread).
+  void run_due();
   void answered_locked(const std::string& channel, bool subscribe);
   void lose_locked(const std::string& channel);
   void disconnected();
@@ -106,6 +121,7 @@ class subscriber {
   int wake_fd_ = -1;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<channel_state>> channels_;
+  std::vector<std::function<void()>> due_;  // listeners to call, see changed_locked
   bool dirty_ = false;
   bool stop_ = false;
   std::thread thread_;

@@ -31,18 +31,18 @@ bool parse_address(std::string_view address, std::string& host, int& port) {
   return true;
 }
 
-node::node(endpoint where, std::size_t pool_size, bool sharded)
-    : address(where.describe()), pool(where, pool_size), hub(where, sharded) {}
+node::node(endpoint where, std::size_t pool_size, bool sharded, reactor& loop)
+    : address(where.describe()), pool(where, pool_size, loop), hub(where, sharded) {}
 
-topology::topology(endpoint where, std::size_t pool_size)
-    : cluster_(false), base_(where), pool_size_(pool_size) {
-  nodes_.push_back(std::make_unique<node>(std::move(where), pool_size, false));
+topology::topology(endpoint where, std::size_t pool_size, reactor& loop)
+    : cluster_(false), base_(where), pool_size_(pool_size), loop_(loop) {
+  nodes_.push_back(std::make_unique<node>(std::move(where), pool_size, false, loop_));
   for (auto& slot : slots_) slot.store(nodes_.front().get(), std::memory_order_relaxed);
   loaded_.store(true, std::memory_order_release);
 }
 
-topology::topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size)
-    : cluster_(true), base_(std::move(base)), pool_size_(pool_size), seeds_(std::move(seeds)) {}
+topology::topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size, reactor& loop)
+    : cluster_(true), base_(std::move(base)), pool_size_(pool_size), seeds_(std::move(seeds)), loop_(loop) {}
 
 node& topology::owner(int slot) {
   if (!loaded_.load(std::memory_order_acquire)) {
@@ -59,6 +59,11 @@ node& topology::owner(int slot) {
     }
   }
   return *found;
+}
+
+node* topology::known_owner(int slot) const noexcept {
+  if (!loaded_.load(std::memory_order_acquire)) return nullptr;
+  return slots_[static_cast<std::size_t>(slot)].load(std::memory_order_acquire);
 }
 
 node& topology::moved(int slot, std::string_view address, const node& asked) {
@@ -97,7 +102,7 @@ node& topology::node_at_locked(std::string_view host, int port) {
   where.host.assign(host);
   where.port = port;
   where.database = 0;
-  nodes_.push_back(std::make_unique<node>(std::move(where), pool_size_, true));
+  nodes_.push_back(std::make_unique<node>(std::move(where), pool_size_, true, loop_));
   return *nodes_.back();
 }
 

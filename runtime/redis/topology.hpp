@@ -23,7 +23,7 @@ namespace idem::detail::redis {
 
 // One Redis server the store talks to: its command connections and its subscriber connection.
 struct node {
-  node(endpoint where, std::size_t pool_size, bool sharded);
+  node(endpoint where, std::size_t pool_size, bool sharded, reactor& loop);
   node(const node&) = delete;
   node& operator=(const node&) = delete;
 
@@ -45,11 +45,12 @@ struct node {
 // stays valid. Thread-safe.
 class topology {
  public:
-  // Standalone: `where` serves every slot.
-  topology(endpoint where, std::size_t pool_size);
+  // Standalone: `where` serves every slot. `loop` serves the connections' asynchronous calls and
+  // must outlive the topology.
+  topology(endpoint where, std::size_t pool_size, reactor& loop);
   // Cluster: `seeds` are "host:port" of nodes to discover the cluster from; `base` gives the
   // credentials and timeouts of every node.
-  topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size);
+  topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size, reactor& loop);
   topology(const topology&) = delete;
   topology& operator=(const topology&) = delete;
 
@@ -58,6 +59,9 @@ class topology {
   // The node serving `slot` (any value when standalone). Loads the slot map on first use. Throws
   // io_failure (nothing was sent) when no node answers or no master serves the slot.
   node& owner(int slot);
+  // The node serving `slot` when that is known without a round trip (the map is loaded and names
+  // an owner), else null.
+  node* known_owner(int slot) const noexcept;
 
   // Redis answered `MOVED <slot> <address>`: the slot's owner is patched at once and the whole map
   // refreshed (at most every refresh_interval). Returns the new owner. `asked` is the node that
@@ -96,6 +100,7 @@ class topology {
   endpoint base_;
   std::size_t pool_size_;
   std::vector<std::string> seeds_;
+  reactor& loop_;
 
   mutable std::mutex mutex_;  // nodes_, loading; refreshes are serialised by it
   std::deque<std::unique_ptr<node>> nodes_;

@@ -1,0 +1,296 @@
+// runtime/redis/async_calls.cpp — redis_store's asynchronous entry points: the protocol of
+// protocol.cpp and the wait of record_wait.cpp driven by replies, messages and timers instead of
+// a blocked thread.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <variant>
+
+#include <idem/async.hpp>
+
+#include "record_wait.hpp"
+#include "store_impl.hpp"
+
+namespace idem {
+
+using std::chrono::milliseconds;
+using steady = std::chrono::steady_clock;
+
+// One asynchronous try_acquire: its looks, and its wait when the record is busy. Every step runs
+// under `mutex`; whatever may call back at once (a script call) starts after it is released.
+// Looks, messages, timers and a cancellation request race; the first to finish the call wins, and
+// a `generation` tells a wake-up that is still current from one that lost.
+struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acquire> {
+  async_acquire(impl& store, const context& c, std::string key, cancellation* cancel_request,
+                async_handler<acquire_result> handler)
+      : d(store), ctx(c), request(store, ctx, std::move(key)), cancel(cancel_request), done(std::move(handler)),
+        deadline(saturating_add(steady::now(), ctx.wait)) {}
+
+  impl& d;
+  const context ctx;  // a copy: the caller's may be gone before the answer
+  const acquire_request request;
+  cancellation* const cancel;
+  async_handler<acquire_result> done;
+  const steady::time_point deadline;
+
+  std::mutex mutex;
+  bool finished = false;
+  std::optional<script_call> call;  // the look in flight, or the last one
+  steady::time_point sent_at;
+  std::optional<record_wait> wait;
+  rd::reactor::id timer = 0;
+  std::uint64_t generation = 0;
+
+  void start() {
+    if (cancel != nullptr && ctx.wait > milliseconds{0}) {
+      const bool installed = cancel->install([weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->cancelled();
+      });
+      if (!installed) {
+        done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+        return;
+      }
+    }
+    {
+      std::lock_guard lock(mutex);
+      call.emplace(d, target{"try_acquire", &ctx.id}, rd::scripts().acquire, request.keys, request.args, false);
+      sent_at = steady::now();
+    }
+    look();
+  }
+
+  // Sends the look prepared in `call`.
+  void look() {
+    d.run_async(*call, [self = shared_from_this()](std::exception_ptr error, outcome out) {
+      self->looked(std::move(error), std::move(out));
+    });
+  }
+
+  void looked(std::exception_ptr error, outcome out) {
+    std::unique_lock lock(mutex);
+    if (finished) {
+      lock.unlock();
+      give_back(error, out);
+      return;
+    }
+    record_wait::step next;
+    try {
+      if (error) std::rethrow_exception(error);
+      impl::look seen = d.read_look(ctx, request, out, sent_at);
+      if (!wait) {
+        if (!seen.busy || ctx.wait <= milliseconds{0}) return finish(lock, nullptr, std::move(seen.answer));
+        wait.emplace(d, ctx, request.key, std::move(seen), deadline);
+        next = wait->start();
+      } else {
+        next = wait->looked(std::move(seen));
+      }
+    } catch (...) {
+      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
+    }
+    advance(lock, std::move(next));
+  }
+
+  // Takes the machine's next step. Called with the lock held; releases it.
+  void advance(std::unique_lock<std::mutex>& lock, record_wait::step next) {
+    try {
+      for (;;) {
+        if (auto* answered = std::get_if<record_wait::answer>(&next)) {
+          return finish(lock, nullptr, std::move(answered->result));
+        }
+        if (std::holds_alternative<record_wait::look_request>(next)) {
+          call.emplace(d, target{"try_acquire", &ctx.id}, rd::scripts().acquire, request.keys, request.args, false);
+          sent_at = steady::now();
+          lock.unlock();
+          look();
+          return;
+        }
+        const std::uint64_t current = ++generation;
+        auto self = shared_from_this();
+        if (auto* pause = std::get_if<record_wait::pause_request>(&next)) {
+          timer = d.loop.at(pause->until, [self, current](rd::reactor::wake why) { self->paused(current, why); });
+          if (timer == 0) return stopped(lock);
+          lock.unlock();
+          return;
+        }
+        const steady::time_point until = std::get<record_wait::wait_request>(next).until;
+        if (!wait->watch().notify_on_change(wait->seen(), [self, current] { self->woken(current, rd::reactor::wake::ready); })) {
+          next = wait->woken();  // it changed already
+          continue;
+        }
+        timer = d.loop.at(until, [self, current](rd::reactor::wake why) { self->woken(current, why); });
+        if (timer == 0) return stopped(lock);
+        lock.unlock();
+        return;
+      }
+    } catch (...) {
+      finish(lock, std::current_exception(), acquire_result{in_flight{}});
+    }
+  }
+
+  void paused(std::uint64_t which, rd::reactor::wake why) {
+    std::unique_lock lock(mutex);
+    if (finished || which != generation) return;
+    timer = 0;
+    if (why == rd::reactor::wake::stopped) return stopped(lock);
+    record_wait::step next;
+    try {
+      next = wait->paused();
+    } catch (...) {
+      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
+    }
+    advance(lock, std::move(next));
+  }
+
+  // A message (or a change of the subscription) or the wait's time: whichever comes first.
+  void woken(std::uint64_t which, rd::reactor::wake why) {
+    std::unique_lock lock(mutex);
+    if (finished || which != generation) return;
+    ++generation;  // the other of the two is stale now
+    stop_waiting_locked();
+    if (why == rd::reactor::wake::stopped) return stopped(lock);
+    record_wait::step next;
+    try {
+      next = wait->woken();
+    } catch (...) {
+      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
+    }
+    advance(lock, std::move(next));
+  }
+
+  void cancelled() {
+    std::unique_lock lock(mutex);
+    if (finished) return;
+    finish(lock, std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+  }
+
+  void stopped(std::unique_lock<std::mutex>& lock) {
+    finish(lock,
+           std::make_exception_ptr(store_unavailable_error(
+               "redis_store: cannot try_acquire " + ctx.id.to_string() +
+                   ": the store was destroyed while the caller waited",
+               "try_acquire", ctx.id.to_string())),
+           acquire_result{in_flight{}});
+  }
+
+  void stop_waiting_locked() {
+    if (timer != 0) {
+      d.loop.cancel(timer);
+      timer = 0;
+    }
+    if (wait) wait->watch().cancel_notify();
+  }
+
+  // Ends the call: called with the lock held, answers without it.
+  void finish(std::unique_lock<std::mutex>& lock, std::exception_ptr error, acquire_result result) {
+    finished = true;
+    ++generation;
+    stop_waiting_locked();
+    wait.reset();  // unwatches the channel
+    lock.unlock();
+    if (cancel != nullptr && ctx.wait > milliseconds{0}) cancel->clear();
+    done(std::move(error), std::move(result));
+  }
+
+  // A look that answered after the call had ended (cancelled): a record it claimed is given back,
+  // since nobody will run the action for it.
+  void give_back(const std::exception_ptr& error, outcome& out) {
+    if (error || out.reply == nullptr) return;
+    try {
+      impl::look late = d.read_look(ctx, request, out, sent_at);
+      if (std::holds_alternative<acquired>(late.answer)) {
+        d.async_release_record(ctx.id, request.key, request.token_text, [](std::exception_ptr) {});
+      }
+    } catch (...) {
+      // It stays in progress until its lease expires.
+    }
+  }
+};
+
+// One asynchronous complete or release: its request, its script call and its answer.
+template <class Request>
+struct redis_store::impl::async_mutation {
+  template <class... Args>
+  explicit async_mutation(async_done handler, Args&&... args)
+      : request(std::forward<Args>(args)...), done(std::move(handler)) {}
+  Request request;
+  std::optional<script_call> call;
+  async_done done;
+  std::chrono::steady_clock::time_point sent_at;
+};
+
+void redis_store::impl::async_release_record(const identity& id, const std::string& key, std::string_view token_text,
+                                             async_done done) {
+  struct release_call {
+    release_call(const impl& store, const identity& i, const std::string& key, std::string_view token)
+        : id(i), request(store, id, key, std::string(token)) {}
+    const identity id;
+    const release_request request;
+  };
+  auto op = std::make_shared<async_mutation<release_call>>(std::move(done), *this, id, key, token_text);
+  op->call.emplace(*this, target{"release", &op->request.id}, rd::scripts().release, op->request.request.keys,
+                   op->request.request.args, true);
+  run_async(*op->call, [this, op](std::exception_ptr error, outcome out) {
+    if (!error) {
+      try {
+        read_release(op->call->t, out);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    op->done(std::move(error));
+  });
+}
+
+void redis_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
+  impl& d = *impl_;
+  // A claim must wait for its replicas, which the script cannot carry: the blocking path.
+  if (d.options.replica_ack.replicas > 0) return store::async_try_acquire(ctx, cancel, std::move(done));
+  std::string key = d.key_of(ctx.id);
+  std::optional<acquire_result> hit;
+  try {
+    hit = d.cached(ctx, key, steady::now());
+  } catch (...) {
+    done(std::current_exception(), acquire_result{in_flight{}});
+    return;
+  }
+  if (hit) {
+    done(nullptr, std::move(*hit));
+    return;
+  }
+  std::make_shared<impl::async_acquire>(d, ctx, std::move(key), cancel, std::move(done))->start();
+}
+
+void redis_store::async_complete(const identity& id, const lease_token& token, const payload& value,
+                                 std::chrono::milliseconds ttl, async_done done) {
+  impl& d = *impl_;
+  struct complete_call {
+    complete_call(const impl& store, const identity& i, const lease_token& token, const payload& v, milliseconds t)
+        : id(i), value(v), ttl(t), request(store, id, token, value, ttl) {}
+    const identity id;
+    const payload value;
+    const milliseconds ttl;
+    const impl::complete_request request;
+  };
+  auto op = std::make_shared<impl::async_mutation<complete_call>>(std::move(done), d, id, token, value, ttl);
+  op->call.emplace(d, impl::target{"complete", &op->request.id}, rd::scripts().complete, op->request.request.keys,
+                   op->request.request.args, true);
+  op->sent_at = steady::now();
+  d.run_async(*op->call, [&d, op](std::exception_ptr error, impl::outcome out) {
+    if (!error) {
+      try {
+        d.read_complete(op->call->t, op->request.request, op->request.value, op->request.ttl, out, op->sent_at);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    op->done(std::move(error));
+  });
+}
+
+void redis_store::async_release(const identity& id, const lease_token& token, async_done done) {
+  impl& d = *impl_;
+  d.async_release_record(id, d.key_of(id), token.to_string(), std::move(done));
+}
+
+}  // namespace idem

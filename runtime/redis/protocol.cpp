@@ -1,0 +1,533 @@
+// runtime/redis/protocol.cpp — redis_store's script calls and how it reads their answers: one
+// state machine that the blocking and the asynchronous entry points both drive.
+#include "store_impl.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <idem/duration.hpp>
+
+#include "../core/blocking_pool.hpp"
+#include "hash_slot.hpp"
+
+namespace idem {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Every node to ask for the slot map: host:port, then the seeds.
+std::vector<std::string> cluster_seeds(const redis_store_options& o) {
+  std::vector<std::string> seeds{o.host + ":" + std::to_string(o.port)};
+  seeds.insert(seeds.end(), o.cluster.seeds.begin(), o.cluster.seeds.end());
+  return seeds;
+}
+
+rd::topology make_topology(const redis_store_options& o, const rd::endpoint& where, rd::reactor& loop) {
+  if (o.cluster.enabled) return rd::topology(where, cluster_seeds(o), o.pool_size, loop);
+  return rd::topology(where, o.pool_size, loop);
+}
+
+// `*?[]\` escaped for SCAN MATCH.
+std::string glob_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+redis_store::impl::impl(redis_store_options o)
+    : options(std::move(o)),
+      where{options.host,     options.port,           options.username,       options.password,
+            options.database, options.connect_timeout, options.command_timeout},
+      topo(make_topology(options, where, loop)),
+      publish(options.cluster.enabled ? "SPUBLISH" : "PUBLISH"),
+      record_prefix(options.prefix + "rec:"),
+      channel_prefix(options.prefix + "evt:"),
+      scan_pattern(glob_escape(options.prefix) + "rec:*"),
+      grace(decimal_of(capped(options.retention_grace))) {
+  if (options.local_cache.max_entries > 0) cache = std::make_unique<rd::completed_cache>(options.local_cache.max_entries);
+}
+
+redis_store::impl::~impl() { loop.stop(); }
+
+// --- errors ------------------------------------------------------------------------------------
+
+std::string redis_store::impl::server(const rd::node* n) const {
+  if (n != nullptr) return "Redis at " + n->address;
+  return "the Redis Cluster at " + where.describe();
+}
+
+void redis_store::impl::unavailable(const target& t, const rd::node* n, const rd::io_failure& e) const {
+  if (!e.outcome_unknown()) unavailable(t, n, std::string_view(e.what()));
+  throw outcome_unknown_error("redis_store: cannot " + std::string(t.operation) + t.describe() + ": " + server(n) +
+                                  " is unavailable: " + std::string(e.what()) +
+                                  "; the command was sent and not answered, whether it took effect is unknown",
+                              std::string(t.operation), t.record());
+}
+
+void redis_store::impl::unavailable(const target& t, const rd::node* n, std::string_view reason) const {
+  throw store_unavailable_error("redis_store: cannot " + std::string(t.operation) + t.describe() + ": " + server(n) +
+                                    " is unavailable: " + std::string(reason),
+                                std::string(t.operation), t.record());
+}
+
+void redis_store::impl::unexpected(const target& t) {
+  throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                                 ": unexpected reply from the script (is another version of idem sharing the prefix?)",
+                             std::string(t.operation), t.record());
+}
+
+void redis_store::impl::refuse(const target& t, std::string_view code, std::string_view detail) const {
+  const std::string head = "redis_store: cannot " + std::string(t.operation) + t.describe() + ": ";
+  if (code == "F") {
+    throw foreign_record_error(head + "its Redis key under the prefix \"" + options.prefix +
+                                   "\" holds data idem did not write; it was left untouched. Give idem a prefix of "
+                                   "its own",
+                               std::string(t.operation), t.record());
+  }
+  if (code == "V") {
+    throw corrupt_record_error(head + "the record has format version \"" + std::string(detail) +
+                                   "\", this version of idem reads format 2 only",
+                               std::string(t.operation), t.record());
+  }
+  throw corrupt_record_error(head + "the record is malformed (field " + std::string(detail) + ")",
+                             std::string(t.operation), t.record());
+}
+
+void redis_store::impl::lease_lost(const target& t, std::string_view code) {
+  const std::string head = "redis_store: cannot " + std::string(t.operation) + t.describe() + ": ";
+  const char* why = code == "MISSING" ? "no record is held under this lease (it is absent or expired)"
+                    : code == "DONE"  ? "the record is already complete, so this lease no longer holds it"
+                                      : "the lease no longer owns the record (it expired and another caller took it over)";
+  throw lease_lost_error(head + why, std::string(t.operation), t.record());
+}
+
+void redis_store::impl::check_durability(const target& t, long long acknowledged) const {
+  if (acknowledged < 0 || acknowledged >= options.replica_ack.replicas) return;
+  throw durability_error("redis_store: Redis accepted the " + std::string(t.operation) + " of" + t.describe() +
+                             ", but only " + std::to_string(acknowledged) + " of the " +
+                             std::to_string(options.replica_ack.replicas) + " required replicas acknowledged it within " +
+                             format_duration(options.replica_ack.timeout),
+                         std::string(t.operation), t.record());
+}
+
+// --- routing -----------------------------------------------------------------------------------
+
+rd::node& redis_store::impl::owner_of(const target& t, int slot) {
+  try {
+    return topo.owner(slot);
+  } catch (const rd::io_failure& e) {
+    unavailable(t, nullptr, e);
+  }
+}
+
+// `<prefix>rec:<scope>:<hex>`; in a cluster `<prefix>rec:{<hex>:<scope>}`: the record's own hash
+// tag, digest first so that a '}' in the scope still leaves the digest in the tag.
+std::string redis_store::impl::key_of(const identity& id) const {
+  const auto digest = id.key_digest();
+  const std::string hex = to_hex(digest.data(), digest.size());
+  std::string key;
+  key.reserve(record_prefix.size() + id.scope().size() + 3 + hex.size());
+  key += record_prefix;
+  if (topo.cluster()) {
+    key += '{';
+    key += hex;
+    key += ':';
+    key += id.scope();
+    key += '}';
+  } else {
+    key += id.scope();
+    key += ':';
+    key += hex;
+  }
+  return key;
+}
+
+std::string redis_store::impl::channel_for(std::string_view key) const {
+  return channel_prefix + std::string(key.substr(record_prefix.size()));
+}
+
+// --- script calls ------------------------------------------------------------------------------
+
+redis_store::impl::script_call::script_call(const impl& d, target target_of, const rd::script& script,
+                                            std::span<const std::string_view> k, std::span<const std::string_view> a,
+                                            bool wait_for_replicas)
+    : t(target_of), s(script), keys(k), args(a), with_wait(wait_for_replicas && d.options.replica_ack.replicas > 0),
+      slot(d.slot_of(k.empty() ? std::string_view() : k[0])), numkeys(static_cast<std::int64_t>(k.size())),
+      replicas(d.options.replica_ack.replicas), wait_ms(d.options.replica_ack.timeout.count()),
+      pacing(d.options.command_timeout) {}
+
+void redis_store::impl::prepare(script_call& c) const {
+  c.commands = {};
+  c.replies = {};
+  std::size_t n = 0;
+  if (c.asking) (c.commands[n++] = rd::command(1)).arg("ASKING");
+  c.script_at = n;
+  rd::command& cmd = c.commands[n++];
+  cmd.reserve(3 + c.keys.size() + c.args.size());
+  if (c.use_eval) {
+    cmd.arg("EVAL").arg(c.s.source);
+  } else {
+    cmd.arg("EVALSHA").arg(c.s.sha);
+  }
+  cmd.arg(c.numkeys.view());
+  for (std::string_view k : c.keys) cmd.arg(k);
+  for (std::string_view a : c.args) cmd.arg(a);
+  if (c.with_wait) (c.commands[n++] = rd::command(3)).arg("WAIT").arg(c.replicas.view()).arg(c.wait_ms.view());
+  c.count = n;
+}
+
+bool redis_store::impl::settles_at_once(const script_call& c, const rd::io_failure* failure) const noexcept {
+  if (!topo.cluster()) return true;
+  if (failure != nullptr) return false;
+  const rd::reply_ptr& reply = c.replies[c.script_at];
+  return reply->type != REDIS_REPLY_ERROR || rd::text(reply.get()).starts_with("NOSCRIPT");
+}
+
+void redis_store::impl::after_failure(script_call& c, const rd::io_failure& e) {
+  rd::topology::note_failure(*c.node);
+  rd::node* const failed = c.node;
+  if (topo.cluster()) {
+    // The node may be gone and its slots served by a promoted replica: ask the cluster, so that
+    // this call (when nothing was sent, once) or at least the next one goes there.
+    try {
+      topo.refresh();
+      c.node = &topo.owner(c.slot);
+    } catch (const rd::io_failure&) {
+    }
+    if (!e.outcome_unknown() && !c.rerouted && c.node != failed) {
+      c.rerouted = true;
+      c.asking = false;
+      return;
+    }
+  }
+  unavailable(c.t, failed, e);
+}
+
+bool redis_store::impl::after_reply(script_call& c) {
+  round_trips.fetch_add(1, std::memory_order_relaxed);
+  const rd::reply_ptr& reply = c.replies[c.script_at];
+  if (reply->type != REDIS_REPLY_ERROR) return true;
+  const std::string_view message = rd::text(reply.get());
+  if (!c.use_eval && message.starts_with("NOSCRIPT")) {
+    script_reloads.fetch_add(1, std::memory_order_relaxed);
+    c.use_eval = true;
+    return false;
+  }
+  if (topo.cluster()) {
+    const bool moved = message.starts_with("MOVED ");
+    if (moved || message.starts_with("ASK ")) {
+      // "MOVED <slot> <host:port>" / "ASK <slot> <host:port>"
+      const std::string_view address = message.substr(message.rfind(' ') + 1);
+      redirections.fetch_add(1, std::memory_order_relaxed);
+      if (++c.redirected > stable_redirections) {
+        // The masters disagree about who serves the slot: wait for them to agree.
+        if (!c.pacing.pause()) {
+          unavailable(c.t, c.node, "the cluster kept redirecting for " + format_duration(options.command_timeout) +
+                                       " (last: " + std::string(message) + ")");
+        }
+        cluster_retries.fetch_add(1, std::memory_order_relaxed);
+      }
+      try {
+        c.node = moved ? &topo.moved(c.slot, address, *c.node) : &topo.at(address, *c.node);
+      } catch (const rd::io_failure& e) {
+        unavailable(c.t, c.node, e);
+      }
+      c.asking = !moved;
+      return false;
+    }
+    const bool down = message.starts_with("CLUSTERDOWN");
+    if (down || message.starts_with("TRYAGAIN")) {
+      if (!c.pacing.pause()) {
+        unavailable(c.t, c.node, "the cluster kept answering " + std::string(message.substr(0, message.find(' '))) +
+                                     " for " + format_duration(options.command_timeout));
+      }
+      cluster_retries.fetch_add(1, std::memory_order_relaxed);
+      if (down) {
+        try {
+          topo.refresh();
+          c.node = &topo.owner(c.slot);
+        } catch (const rd::io_failure&) {
+        }
+      }
+      return false;
+    }
+  }
+  unavailable(c.t, c.node, "the " + std::string(c.s.name) + " script failed: " + std::string(message));
+}
+
+redis_store::impl::outcome redis_store::impl::result(script_call& c) const {
+  outcome out{std::move(c.replies[c.script_at])};
+  if (c.with_wait) {
+    const rd::reply_ptr& acknowledged = c.replies[c.script_at + 1];
+    if (acknowledged->type != REDIS_REPLY_INTEGER) {
+      unavailable(c.t, c.node, "WAIT failed: " + std::string(rd::text(acknowledged.get())));
+    }
+    out.acknowledged = acknowledged->integer;
+  }
+  return out;
+}
+
+redis_store::impl::outcome redis_store::impl::run_blocking(script_call& c) {
+  if (c.node == nullptr) c.node = &owner_of(c.t, c.slot);
+  for (;;) {
+    prepare(c);
+    try {
+      auto conn = c.node->pool.take();
+      conn->exchange(std::span(c.commands.data(), c.count), std::span(c.replies.data(), c.count), c.with_wait);
+    } catch (const rd::io_failure& e) {
+      after_failure(c, e);
+      continue;
+    }
+    if (after_reply(c)) return result(c);
+  }
+}
+
+void redis_store::impl::run_async(script_call& c, outcome_handler done) {
+  // The rest of the call on the shared pool: what a round trip on the reactor cannot do.
+  auto continue_blocking = [this, &c](outcome_handler handler, std::function<bool()> step) {
+    detail::blocking_pool::shared().post([this, &c, handler = std::move(handler), step = std::move(step)] {
+      outcome out;
+      std::exception_ptr error;
+      try {
+        out = step() ? result(c) : run_blocking(c);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      handler(std::move(error), std::move(out));
+    });
+  };
+  if (c.node == nullptr) c.node = topo.known_owner(c.slot);
+  std::shared_ptr<rd::multiplexed_connection> conn = c.node == nullptr ? nullptr : c.node->pool.take_open();
+  if (conn == nullptr) {  // a connection to open, or a slot map to load first
+    continue_blocking(std::move(done), [] { return false; });
+    return;
+  }
+  prepare(c);
+  conn->async_exchange(
+      std::span(c.commands.data(), c.count), std::span(c.replies.data(), c.count), c.with_wait,
+      [this, &c, done = std::move(done), continue_blocking](const rd::io_failure* failure,
+                                                            std::span<rd::reply_ptr>) mutable {
+        if (!settles_at_once(c, failure)) {
+          if (failure != nullptr) {
+            const rd::io_failure copy = *failure;
+            continue_blocking(std::move(done), [this, &c, copy] {
+              after_failure(c, copy);
+              return false;
+            });
+          } else {
+            continue_blocking(std::move(done), [this, &c] { return after_reply(c); });
+          }
+          return;
+        }
+        outcome out;
+        try {
+          if (failure != nullptr) {
+            after_failure(c, *failure);  // a single server's failure: throws
+          } else if (!after_reply(c)) {
+            run_async(c, std::move(done));  // NOSCRIPT: once more with EVAL
+            return;
+          } else {
+            out = result(c);
+          }
+        } catch (...) {
+          done(std::current_exception(), outcome{});
+          return;
+        }
+        done(nullptr, std::move(out));
+      });
+}
+
+long long redis_store::impl::wait_for_replicas(const target& t, std::string_view key) {
+  return wait_for_replicas(t, owner_of(t, slot_of(key)));
+}
+
+long long redis_store::impl::wait_for_replicas(const target& t, rd::node& node) {
+  const rd::decimal replicas(options.replica_ack.replicas);
+  const rd::decimal wait_ms(options.replica_ack.timeout.count());
+  try {
+    auto conn = node.pool.take();
+    rd::command cmd;
+    cmd.arg("WAIT").arg(replicas.view()).arg(wait_ms.view());
+    rd::reply_ptr reply = conn->run(cmd, true);
+    round_trips.fetch_add(1, std::memory_order_relaxed);
+    if (reply->type != REDIS_REPLY_INTEGER) unavailable(t, &node, "WAIT failed: " + std::string(rd::text(reply.get())));
+    return reply->integer;
+  } catch (const rd::io_failure& e) {
+    unavailable(t, &node, e);
+  }
+}
+
+// --- the scripts' answers ----------------------------------------------------------------------
+
+redis_store::impl::answer redis_store::impl::read_answer(const target& t, const redisReply& reply) {
+  if (reply.type != REDIS_REPLY_STRING && reply.type != REDIS_REPLY_STATUS) unexpected(t);
+  const std::string_view whole = rd::text(&reply);
+  const std::size_t space = whole.find(' ');
+  if (space == std::string_view::npos) return {whole, {}, whole};
+  return {whole.substr(0, space), whole.substr(space + 1), whole};
+}
+
+std::pair<std::string_view, std::string_view> redis_store::impl::split(const target& t, std::string_view text) {
+  const std::size_t space = text.find(' ');
+  if (space == std::string_view::npos) unexpected(t);
+  return {text.substr(0, space), text.substr(space + 1)};
+}
+
+std::int64_t redis_store::impl::number(const target& t, std::string_view text) {
+  auto value = rd::parse_int(text);
+  if (!value) {
+    throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                                   ": the record holds a malformed number",
+                               std::string(t.operation), t.record());
+  }
+  return *value;
+}
+
+redis_store::impl::acquire_request::acquire_request(const impl& d, const context& ctx, std::string record_key)
+    : key(std::move(record_key)), token(lease_token::generate()), token_text(token.to_string()),
+      lease_ms(decimal_of(capped(ctx.lease))), ttl_ms(decimal_of(capped(ctx.ttl))),
+      claim_px(decimal_of(std::max(capped(ctx.lease), capped(ctx.ttl)) + capped(d.options.retention_grace))),
+      fingerprint(ctx.fingerprint ? std::string_view(*ctx.fingerprint) : std::string_view("-")), keys{key},
+      args{token_text, lease_ms, ttl_ms, fingerprint, claim_px, d.cache ? "1" : "0"} {}
+
+redis_store::impl::complete_request::complete_request(const impl& d, const identity& id, const lease_token& token,
+                                                      const payload& value, milliseconds ttl)
+    : key(d.key_of(id)), chan(d.channel_for(key)), token_text(token.to_string()), ttl_ms(decimal_of(capped(ttl))),
+      encoded(rd::encode_payload(value)), complete_px(decimal_of(capped(ttl) + capped(d.options.retention_grace))),
+      keys{key}, args{token_text, ttl_ms, complete_px, encoded, chan, d.publish} {}
+
+redis_store::impl::release_request::release_request(const impl& d, const identity&, std::string record_key,
+                                                    std::string token)
+    : key(std::move(record_key)), chan(d.channel_for(key)), token_text(std::move(token)), keys{key},
+      args{token_text, chan, d.publish} {}
+
+redis_store::impl::look redis_store::impl::read_look(const context& ctx, const acquire_request& r, outcome& out,
+                                                     steady::time_point sent_at) {
+  const target t{"try_acquire", &ctx.id};
+  const answer a = read_answer(t, *out.reply);
+  look result;
+  if (a.whole.starts_with("idem/")) {
+    result.answer = replay(t, a.whole, r.key, std::nullopt);
+  } else if (a.code == "A") {
+    if (options.replica_ack.replicas > 0) {
+      const long long acknowledged = wait_for_replicas(t, r.key);
+      if (acknowledged < options.replica_ack.replicas) {
+        try {
+          release_record(ctx.id, r.key, r.token_text);  // best effort: do not block the key for a lease
+        } catch (const store_error&) {
+        }
+        check_durability(t, acknowledged);
+      }
+    }
+    result.answer = acquired{r.token};
+  } else if (a.code.starts_with("D")) {  // "D<remaining ttl> <record>", asked for by the cache
+    result.answer = replay(t, a.rest, r.key, saturating_add(sent_at, milliseconds(number(t, a.code.substr(1)))));
+  } else if (a.code == "B") {
+    const auto [remaining, holder] = split(t, a.rest);
+    const milliseconds lease_left(number(t, remaining));
+    result.busy = true;
+    result.lease_until = saturating_add(sent_at, lease_left);
+    result.answer = in_flight{lease_left};
+    result.holder = std::string(holder);
+  } else if (a.code == "M") {
+    result.answer = fingerprint_mismatch{std::string(a.rest), std::string(r.fingerprint)};
+  } else {
+    refuse(t, a.code, a.rest);
+  }
+  return result;
+}
+
+redis_store::impl::look redis_store::impl::check(const context& ctx, const acquire_request& r) {
+  const steady::time_point sent_at = steady::now();
+  outcome out = eval({"try_acquire", &ctx.id}, rd::scripts().acquire, r.keys, r.args, false);
+  return read_look(ctx, r, out, sent_at);
+}
+
+void redis_store::impl::read_complete(const target& t, const complete_request& r, const payload& value,
+                                      milliseconds ttl, const outcome& out, steady::time_point sent_at) {
+  const answer a = read_answer(t, *out.reply);
+  if (a.code == "OK") {
+    if (cache) {
+      const auto [completed_at, stored] = split(t, a.rest);
+      duplicate done{value, std::chrono::system_clock::time_point(milliseconds(number(t, completed_at)))};
+      remember(r.key, done, stored == "-" ? std::string() : std::string(stored), saturating_add(sent_at, capped(ttl)),
+               sent_at);
+    }
+    check_durability(t, out.acknowledged);
+    return;
+  }
+  if (a.code == "MISSING" || a.code == "DONE" || a.code == "STOLEN") lease_lost(t, a.code);
+  refuse(t, a.code, a.rest);
+}
+
+void redis_store::impl::read_release(const target& t, const outcome& out) const {
+  const answer a = read_answer(t, *out.reply);
+  if (a.code == "OK") {
+    check_durability(t, out.acknowledged);
+    return;
+  }
+  if (a.code == "MISSING" || a.code == "DONE" || a.code == "STOLEN") lease_lost(t, a.code);
+  refuse(t, a.code, a.rest);
+}
+
+void redis_store::impl::release_record(const identity& id, const std::string& key, std::string_view token_text) {
+  const target t{"release", &id};
+  const release_request r(*this, id, key, std::string(token_text));
+  read_release(t, eval(t, rd::scripts().release, r.keys, r.args, true));
+}
+
+duplicate redis_store::impl::replay(const target& t, std::string_view value, const std::string& key,
+                                    std::optional<steady::time_point> expires) {
+  auto record = rd::decode_complete(value);
+  if (!record) {
+    throw corrupt_record_error("redis_store: cannot " + std::string(t.operation) + t.describe() +
+                                   ": the complete record is malformed",
+                               std::string(t.operation), t.record());
+  }
+  duplicate d{std::move(record->value), std::chrono::system_clock::time_point(milliseconds(record->completed_at_ms))};
+  if (cache && expires) remember(key, d, std::move(record->fingerprint), *expires, steady::now());
+  return d;
+}
+
+std::optional<acquire_result> redis_store::impl::cached(const context& ctx, const std::string& key,
+                                                        steady::time_point now) {
+  if (!cache) return std::nullopt;
+  auto hit = cache->find(key, now);
+  if (!hit) return std::nullopt;
+  cache_hits.fetch_add(1, std::memory_order_relaxed);
+  if (ctx.fingerprint && !hit->fingerprint.empty() && hit->fingerprint != *ctx.fingerprint) {
+    return fingerprint_mismatch{hit->fingerprint, *ctx.fingerprint};
+  }
+  return duplicate{hit->value, hit->completed_at};
+}
+
+std::optional<acquire_result> redis_store::impl::from_message(const context& ctx, std::string_view message,
+                                                              std::string_view holder) {
+  if (holder.empty() || message.size() < holder.size() + 4 || !message.starts_with("c ") ||
+      message.substr(2, holder.size()) != holder || message[2 + holder.size()] != ' ') {
+    return std::nullopt;
+  }
+  auto record = rd::decode_complete(message.substr(3 + holder.size()));
+  if (!record) return std::nullopt;
+  if (ctx.fingerprint && !record->fingerprint.empty() && record->fingerprint != *ctx.fingerprint) {
+    return fingerprint_mismatch{std::move(record->fingerprint), *ctx.fingerprint};
+  }
+  return duplicate{std::move(record->value), std::chrono::system_clock::time_point(milliseconds(record->completed_at_ms))};
+}
+
+void redis_store::impl::remember(const std::string& key, const duplicate& d, std::string stored_fingerprint,
+                                 steady::time_point record_expiry, steady::time_point now) {
+  auto entry = std::make_shared<rd::completed_entry>();
+  entry->value = d.value;
+  entry->completed_at = d.completed_at;
+  entry->fingerprint = std::move(stored_fingerprint);
+  entry->expires_at = std::min(record_expiry, saturating_add(now, options.local_cache.max_age));
+  cache->put(key, std::move(entry));
+}
+
+}  // namespace idem

@@ -1,0 +1,172 @@
+// runtime/redis/reactor.cpp — the one thread on which a Redis store's asynchronous calls progress.
+#include "reactor.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <system_error>
+#include <vector>
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace idem::detail::redis {
+namespace {
+
+constexpr std::uint64_t wake_token = 0;  // the eventfd's epoll data; registrations start at 1
+
+[[noreturn]] void fail(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
+
+}  // namespace
+
+reactor::reactor() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) fail("epoll_create1");
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) {
+    ::close(epoll_fd_);
+    fail("eventfd");
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = wake_token;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev) != 0) {
+    ::close(wake_fd_);
+    ::close(epoll_fd_);
+    fail("epoll_ctl");
+  }
+}
+
+reactor::~reactor() {
+  stop();
+  ::close(wake_fd_);
+  ::close(epoll_fd_);
+}
+
+reactor::id reactor::add_locked(int fd, clock::time_point deadline, handler h) {
+  if (stopped_) return 0;
+  if (!thread_.joinable()) thread_ = std::thread([this] { run_loop(); });
+  const id name = next_id_++;
+  if (fd >= 0) {
+    // One-shot: the descriptor reports once, then stays silent until it is armed again.
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = name;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+      if (errno != ENOENT || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) fail("epoll_ctl");
+    }
+  }
+  registered_.emplace(name, registration{std::move(h), fd, deadline});
+  deadlines_.emplace(std::pair{deadline, name}, name);
+  if (deadline < sleeping_until_) wake_thread();
+  return name;
+}
+
+reactor::id reactor::when_readable(int fd, clock::time_point deadline, handler h) {
+  std::lock_guard lock(mutex_);
+  return add_locked(fd, deadline, std::move(h));
+}
+
+reactor::id reactor::at(clock::time_point when, handler h) {
+  std::lock_guard lock(mutex_);
+  return add_locked(-1, when, std::move(h));
+}
+
+bool reactor::cancel(id registration_id) {
+  handler removed;  // destroyed outside the lock: it may own anything
+  std::lock_guard lock(mutex_);
+  auto it = registered_.find(registration_id);
+  if (it == registered_.end()) return false;
+  removed = std::move(it->second.run);
+  deadlines_.erase(std::pair{it->second.deadline, registration_id});
+  registered_.erase(it);
+  return true;
+}
+
+void reactor::wake_thread() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void reactor::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_ && !thread_.joinable() && registered_.empty()) return;
+    stopped_ = true;
+    wake_thread();
+  }
+  if (thread_.joinable()) thread_.join();
+  std::unordered_map<id, registration> left;
+  {
+    std::lock_guard lock(mutex_);
+    left.swap(registered_);
+    deadlines_.clear();
+  }
+  for (auto& [name, r] : left) {
+    try {
+      r.run(wake::stopped);
+    } catch (...) {
+      // Each callback reports through its own operation.
+    }
+  }
+}
+
+std::size_t reactor::threads() const {
+  std::lock_guard lock(mutex_);
+  return thread_.joinable() && !stopped_ ? 1 : 0;
+}
+
+void reactor::run_loop() {
+  std::array<epoll_event, 64> events{};
+  std::vector<std::pair<handler, wake>> due;
+  std::unique_lock lock(mutex_);
+  while (!stopped_) {
+    int timeout_ms = -1;
+    sleeping_until_ = clock::time_point::max();
+    if (!deadlines_.empty()) {
+      sleeping_until_ = deadlines_.begin()->first.first;
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(sleeping_until_ - clock::now());
+      timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
+    }
+    lock.unlock();
+    int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
+    if (n < 0) n = 0;  // EINTR: look at the deadlines again
+    lock.lock();
+    for (int i = 0; i < n; ++i) {
+      const id name = events[static_cast<std::size_t>(i)].data.u64;
+      if (name == wake_token) {
+        std::uint64_t drained = 0;
+        [[maybe_unused]] const ssize_t r = ::read(wake_fd_, &drained, sizeof drained);
+        continue;
+      }
+      auto it = registered_.find(name);
+      if (it == registered_.end()) continue;  // cancelled meanwhile
+      due.emplace_back(std::move(it->second.run), wake::ready);
+      deadlines_.erase(std::pair{it->second.deadline, name});
+      registered_.erase(it);
+    }
+    const clock::time_point now = clock::now();
+    while (!deadlines_.empty() && deadlines_.begin()->first.first <= now) {
+      const id name = deadlines_.begin()->second;
+      deadlines_.erase(deadlines_.begin());
+      auto it = registered_.find(name);
+      due.emplace_back(std::move(it->second.run), wake::timed_out);
+      registered_.erase(it);
+    }
+    if (due.empty()) continue;
+    sleeping_until_ = clock::time_point{};  // busy: registrations need not wake the thread
+    lock.unlock();
+    for (auto& [run, why] : due) {
+      try {
+        run(why);
+      } catch (...) {
+        // Each callback reports through its own operation; the reactor serves the others.
+      }
+    }
+    due.clear();  // whatever the callbacks own goes before the lock is taken again
+    lock.lock();
+  }
+}
+
+}  // namespace idem::detail::redis
