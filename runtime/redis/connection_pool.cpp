@@ -1,8 +1,12 @@
 // runtime/redis/connection_pool.cpp — the command connections of one store.
 #include "connection_pool.hpp"
 
+#include "../core/blocking_pool.hpp"
+
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace idem::detail::redis {
@@ -20,16 +24,20 @@ connection_pool::connection_pool(endpoint where, std::size_t capacity, reactor& 
 
 connection_pool::~connection_pool() = default;
 
-std::shared_ptr<multiplexed_connection> connection_pool::pick_locked() {
+std::shared_ptr<multiplexed_connection> connection_pool::least_busy_locked() {
   std::erase_if(open_, [](const auto& c) { return c->broken(); });
-  for (const auto& c : open_) {
-    if (c->in_flight() == 0) return c;
-  }
-  if (open_.empty() || open_.size() + opening_ < capacity_) return nullptr;
-  // All `capacity_` are busy (or being opened): pipeline on the least busy, and behind a
-  // blocking command (WAIT) only when every connection has one.
+  if (open_.empty()) return nullptr;
+  // Behind a blocking command (WAIT) only when every connection has one.
   auto load = [](const auto& c) { return std::pair(c->blocking_in_flight() > 0, c->in_flight()); };
   return *std::min_element(open_.begin(), open_.end(), [&](const auto& a, const auto& b) { return load(a) < load(b); });
+}
+
+std::shared_ptr<multiplexed_connection> connection_pool::pick_locked() {
+  std::shared_ptr<multiplexed_connection> conn = least_busy_locked();
+  if (conn != nullptr && conn->in_flight() == 0) return conn;
+  // All `capacity_` are busy (or being opened): pipeline on the least busy.
+  if (open_.size() + opening_ < capacity_) return nullptr;
+  return conn;
 }
 
 std::shared_ptr<multiplexed_connection> connection_pool::take() {
@@ -69,15 +77,62 @@ std::shared_ptr<multiplexed_connection> connection_pool::take() {
   }
 }
 
-std::shared_ptr<multiplexed_connection> connection_pool::take_open() noexcept {
+void connection_pool::async_take(take_handler done) {
+  for (;;) {
+    std::shared_ptr<multiplexed_connection> conn;
+    {
+      std::lock_guard lock(mutex_);
+      conn = least_busy_locked();
+      if (conn == nullptr) {
+        awaiting_open_.push_back(std::move(done));
+        if (awaiting_open_.size() > 1) return;  // the first caller's task opens it
+        break;
+      }
+    }
+    if (conn->usable(idle_check_after)) {
+      done(std::move(conn), nullptr);
+      return;
+    }
+    std::lock_guard lock(mutex_);
+    std::erase(open_, conn);  // the server closed it: pick again
+  }
+  try {
+    detail::blocking_pool::shared().post([this] { open_for_awaiting(); });
+  } catch (const std::exception& e) {
+    std::vector<take_handler> waiting;
+    {
+      std::lock_guard lock(mutex_);
+      waiting.swap(awaiting_open_);
+    }
+    const io_failure failure(std::string("cannot open a connection: ") + e.what());
+    for (take_handler& h : waiting) h(nullptr, &failure);
+  }
+}
+
+void connection_pool::open_for_awaiting() {
   std::shared_ptr<multiplexed_connection> conn;
+  std::optional<io_failure> failure;
   {
     std::lock_guard lock(mutex_);
-    // A connection take() would open instead of sharing a busy one is left to take().
-    conn = pick_locked();
+    ++opening_;
   }
-  if (conn != nullptr && conn->usable(idle_check_after)) return conn;
-  return nullptr;  // take() drops it and opens another
+  try {
+    conn = std::make_shared<multiplexed_connection>(where_, loop_);
+    opened_.fetch_add(1, std::memory_order_relaxed);
+  } catch (const io_failure& e) {
+    failure = e;
+  } catch (const std::exception& e) {
+    failure.emplace(std::string("cannot open a connection: ") + e.what());
+  }
+  std::vector<take_handler> waiting;
+  {
+    std::lock_guard lock(mutex_);
+    --opening_;
+    if (conn != nullptr) open_.push_back(conn);
+    waiting.swap(awaiting_open_);
+    opened_or_failed_.notify_all();
+  }
+  for (take_handler& h : waiting) h(conn, failure ? &*failure : nullptr);
 }
 
 }  // namespace idem::detail::redis

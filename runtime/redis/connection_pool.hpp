@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -33,9 +34,12 @@ class connection_pool {
 
   // A connection to send on, shared with other callers. Opens one when needed. Throws io_failure.
   std::shared_ptr<multiplexed_connection> take();
-  // The same without opening a connection or waiting for one being opened: null when take()
-  // would have to. For callers that must not block (asynchronous calls). Never throws.
-  std::shared_ptr<multiplexed_connection> take_open() noexcept;
+  // For asynchronous calls, which pipeline rather than open more: calls `done` with the least busy
+  // open connection, at once; when none is open, once one is, opened on the shared blocking pool.
+  // Callers that come meanwhile queue for that connection (no thread each). On failure `done` gets
+  // the io_failure and a null connection. Never throws.
+  using take_handler = std::function<void(std::shared_ptr<multiplexed_connection>, const io_failure*)>;
+  void async_take(take_handler done);
 
   const endpoint& where() const noexcept { return where_; }
   std::uint64_t opened() const noexcept { return opened_.load(std::memory_order_relaxed); }
@@ -44,6 +48,10 @@ class connection_pool {
   // An open connection to share: one with nothing in flight, else (when every one there may be is
   // open or being opened) the least busy; null when one should be opened first.
   std::shared_ptr<multiplexed_connection> pick_locked();
+  // The open connection with the fewest calls in flight (broken ones dropped), or null.
+  std::shared_ptr<multiplexed_connection> least_busy_locked();
+  // Opens a connection for the asynchronous callers in awaiting_open_ (a task on the blocking pool).
+  void open_for_awaiting();
 
   endpoint where_;
   std::size_t capacity_;
@@ -52,6 +60,7 @@ class connection_pool {
   std::condition_variable opened_or_failed_;  // a connection being opened is done, either way
   std::vector<std::shared_ptr<multiplexed_connection>> open_;
   std::size_t opening_ = 0;  // being opened, outside the lock
+  std::vector<take_handler> awaiting_open_;  // asynchronous callers waiting for the one being opened
   std::atomic<std::uint64_t> opened_{0};
 };
 

@@ -288,58 +288,65 @@ redis_store::impl::outcome redis_store::impl::run_blocking(script_call& c) {
 }
 
 void redis_store::impl::run_async(script_call& c, outcome_handler done) {
-  // The rest of the call on the shared pool: what a round trip on the reactor cannot do.
-  auto continue_blocking = [this, &c](outcome_handler handler, std::function<bool()> step) {
-    detail::blocking_pool::shared().post([this, &c, handler = std::move(handler), step = std::move(step)] {
-      outcome out;
-      std::exception_ptr error;
-      try {
-        out = step() ? result(c) : run_blocking(c);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      handler(std::move(error), std::move(out));
-    });
-  };
   if (c.node == nullptr) c.node = topo.known_owner(c.slot);
-  std::shared_ptr<rd::multiplexed_connection> conn = c.node == nullptr ? nullptr : c.node->pool.take_open();
-  if (conn == nullptr) {  // a connection to open, or a slot map to load first
-    continue_blocking(std::move(done), [] { return false; });
+  if (c.node == nullptr) {  // a slot map to load first
+    continue_blocking(c, std::move(done), [] { return false; });
     return;
   }
-  prepare(c);
-  conn->async_exchange(
-      std::span(c.commands.data(), c.count), std::span(c.replies.data(), c.count), c.with_wait,
-      [this, &c, done = std::move(done), continue_blocking](const rd::io_failure* failure,
-                                                            std::span<rd::reply_ptr>) mutable {
-        if (!settles_at_once(c, failure)) {
-          if (failure != nullptr) {
-            const rd::io_failure copy = *failure;
-            continue_blocking(std::move(done), [this, &c, copy] {
-              after_failure(c, copy);
-              return false;
-            });
-          } else {
-            continue_blocking(std::move(done), [this, &c] { return after_reply(c); });
-          }
-          return;
-        }
-        outcome out;
-        try {
-          if (failure != nullptr) {
-            after_failure(c, *failure);  // a single server's failure: throws
-          } else if (!after_reply(c)) {
-            run_async(c, std::move(done));  // NOSCRIPT: once more with EVAL
-            return;
-          } else {
-            out = result(c);
-          }
-        } catch (...) {
-          done(std::current_exception(), outcome{});
-          return;
-        }
-        done(nullptr, std::move(out));
+  c.node->pool.async_take([this, &c, done = std::move(done)](std::shared_ptr<rd::multiplexed_connection> conn,
+                                                             const rd::io_failure* not_opened) mutable {
+    if (conn == nullptr) {
+      answered(c, not_opened, std::move(done));
+      return;
+    }
+    prepare(c);
+    conn->async_exchange(std::span(c.commands.data(), c.count), std::span(c.replies.data(), c.count), c.with_wait,
+                         [this, &c, done = std::move(done)](const rd::io_failure* failure, std::span<rd::reply_ptr>) {
+                           answered(c, failure, done);
+                         });
+  });
+}
+
+void redis_store::impl::answered(script_call& c, const rd::io_failure* failure, outcome_handler done) {
+  if (!settles_at_once(c, failure)) {
+    if (failure != nullptr) {
+      continue_blocking(c, std::move(done), [this, &c, copy = *failure] {
+        after_failure(c, copy);
+        return false;
       });
+    } else {
+      continue_blocking(c, std::move(done), [this, &c] { return after_reply(c); });
+    }
+    return;
+  }
+  outcome out;
+  try {
+    if (failure != nullptr) {
+      after_failure(c, *failure);  // a single server's failure: throws
+    } else if (!after_reply(c)) {
+      run_async(c, std::move(done));  // NOSCRIPT: once more with EVAL
+      return;
+    } else {
+      out = result(c);
+    }
+  } catch (...) {
+    done(std::current_exception(), outcome{});
+    return;
+  }
+  done(nullptr, std::move(out));
+}
+
+void redis_store::impl::continue_blocking(script_call& c, outcome_handler done, std::function<bool()> step) {
+  detail::blocking_pool::shared().post([this, &c, done = std::move(done), step = std::move(step)] {
+    outcome out;
+    std::exception_ptr error;
+    try {
+      out = step() ? result(c) : run_blocking(c);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(std::move(error), std::move(out));
+  });
 }
 
 long long redis_store::impl::wait_for_replicas(const target& t, std::string_view key) {

@@ -155,6 +155,10 @@ struct redis_store::impl {
   // live until `done` ran; `done` runs once, on a thread of the store.
   using outcome_handler = std::function<void(std::exception_ptr, outcome)>;
   void run_async(script_call& c, outcome_handler done);
+  // run_async's next step once a round trip ended (`failure` null: the replies are in `c`).
+  void answered(script_call& c, const rd::io_failure* failure, outcome_handler done);
+  // The call on a thread of the shared blocking pool: `step` (true: done), then run_blocking.
+  void continue_blocking(script_call& c, outcome_handler done, std::function<bool()> step);
 
   // WAIT on its own, on the node serving `key`, after a mutation whose script could not carry it.
   long long wait_for_replicas(const target& t, std::string_view key);

@@ -1,0 +1,138 @@
+// tests/async/async_redis_test.cpp — idem::async_execute on the Redis store (a single server, or
+// the fixture's Redis Cluster when $IDEM_REDIS_CLUSTER_DIR is set): replies and a duplicate's wait
+// complete on the store's own threads, never on a thread parked for the call.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <idem/asio.hpp>
+#include <idem/idem.hpp>
+#include <idem/redis_store.hpp>
+
+#include "burst.hpp"
+#include "redis_support.hpp"
+#include "support/eventually.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using idem::test::burst;
+using idem::test::burst_result;
+using idem::test::eventually;
+
+std::unique_ptr<idem::redis_store> store_for(const char* hint) {
+  return std::make_unique<idem::redis_store>(idem::redis_test::test_options(
+      idem::redis_test::fixture_address(), idem::redis_test::unique_prefix(hint)));
+}
+
+}  // namespace
+
+TEST_CASE("1,000 coroutines on one thread on Redis: 500 keys twice at once, each action 50 ms, nothing parked") {
+  auto store = store_for("burst");
+  idem::engine engine{*store, idem::test::quiet_config()};
+  // First every node's threads (the subscriber's, started on a node's first wait) and connections
+  // (opened on the shared blocking pool): a fixed set, whatever the number of calls. On a cluster,
+  // 5 keys may not reach every master.
+  const burst_result warm = burst(engine, 50, "Burst.warm");
+  REQUIRE(warm.executions == 50);
+  const burst_result few = burst(engine, 5, "Burst.few");
+  const burst_result many = burst(engine, 500, "Burst.many");
+
+  CHECK(many.executions == 500);  // exactly once per key
+  CHECK(many.executed == 500);
+  CHECK(many.replayed == 500);  // every duplicate waited on pub/sub and got the replay
+  CHECK(many.other == 0);
+  CHECK(many.peak_running == 500);  // all actions at once on the one thread: none waited for another
+  CHECK(few.peak_running == 5);
+  CHECK(many.peak_threads == few.peak_threads);  // the same threads serve 10 calls and 1,000
+  CHECK(store->waiting() == 0);
+  WARN("1,000 calls on Redis on one io_context thread took " << many.took.count() << " ms (a blocking loop: 25 s); "
+                                                             << many.peak_threads << " threads with 1,000 calls, "
+                                                             << few.peak_threads << " with 10");
+}
+
+TEST_CASE("on Redis, a duplicate cancelled while it waits ends with operation_aborted and changes nothing") {
+  auto store = store_for("cancel");
+  idem::engine engine{*store, idem::test::quiet_config()};
+  asio::io_context io;
+  asio::cancellation_signal cancel;
+  asio::steady_timer holder_done(io, 30s);
+  bool aborted = false;
+  bool holder_ran = false;
+  int duplicate_runs = 0;
+  auto ctx = engine.make_context("Cancel.redis", "k", {.wait = 20s});
+
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto o = co_await idem::async_execute(
+            engine, ctx,
+            [&]() -> asio::awaitable<int> {
+              holder_ran = true;
+              co_await holder_done.async_wait(asio::as_tuple(asio::use_awaitable));
+              co_return 7;
+            },
+            idem::json_codec{}, asio::use_awaitable);
+        CHECK(o.ran());
+      },
+      asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // Started once the holder runs: the duplicate then finds the record busy and waits.
+        while (!holder_ran) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+        idem::async_execute(
+            engine, ctx, [&] { return ++duplicate_runs; }, idem::json_codec{},
+            asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, idem::outcome<int>) {
+              try {
+                if (e) std::rethrow_exception(e);
+              } catch (const boost::system::system_error& error) {
+                aborted = error.code() == asio::error::operation_aborted;
+              }
+              holder_done.cancel();  // let the holder finish once the duplicate is answered
+            }));
+        co_return;
+      },
+      asio::detached);
+  std::thread canceller([&] {
+    // Cancels once the duplicate is counted among the store's waiters (an event, not a sleep).
+    REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
+    asio::post(io, [&] { cancel.emit(asio::cancellation_type::all); });
+  });
+  io.run();
+  canceller.join();
+  CHECK(aborted);
+  CHECK(duplicate_runs == 0);
+  CHECK(store->waiting() == 0);
+  // The holder's completion stands: a later call replays it.
+  auto replay = engine.execute(ctx, [] { return 0; }, idem::json_codec{});
+  CHECK(replay.is_replay());
+  CHECK(replay.value() == 7);
+}
+
+TEST_CASE("a Redis store destroyed with a duplicate waiting answers it store_unavailable_error") {
+  auto store = store_for("destroyed");
+  idem::engine engine{*store, idem::test::quiet_config()};
+  auto ctx = engine.make_context("Destroyed.redis", "k", {.wait = 20s});
+  auto held = store->try_acquire(ctx);
+  REQUIRE(std::holds_alternative<idem::acquired>(held));
+  std::promise<std::exception_ptr> answered;
+  store->async_try_acquire(ctx, nullptr, [&](std::exception_ptr e, idem::acquire_result) { answered.set_value(e); });
+  REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
+  store.reset();
+  auto answer = answered.get_future();
+  REQUIRE(answer.wait_for(20s) == std::future_status::ready);
+  CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
+}
