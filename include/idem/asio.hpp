@@ -56,6 +56,7 @@
 #include <idem/codec.hpp>
 #include <idem/engine.hpp>
 #include <idem/invoke.hpp>
+#include <idem/asio_event_loop.hpp>
 #include <idem/outcome.hpp>
 
 namespace idem {

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include <idem/event_loop.hpp>
 #include <idem/store.hpp>
 
 namespace idem {
@@ -74,6 +75,10 @@ struct redis_store_options {
   redis_replica_ack replica_ack;
   redis_local_cache local_cache;
   redis_cluster_options cluster;
+  // Where asynchronous calls wait for replies and times: null (the default) = a thread of the
+  // store's own; the caller's loop (idem::asio::event_loop on an io_context) = replies are read on
+  // the caller's threads, with no hop between threads. It must outlive the store.
+  std::shared_ptr<idem::event_loop> event_loop;
 };
 
 // Counters for tests and metrics; each is monotonic over the store's life.

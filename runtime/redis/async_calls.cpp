@@ -39,7 +39,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
   std::optional<script_call> call;  // the look in flight, or the last one
   steady::time_point sent_at;
   std::optional<record_wait> wait;
-  rd::reactor::id timer = 0;
+  event_loop::id timer = 0;
   std::uint64_t generation = 0;
 
   void start() {
@@ -108,17 +108,17 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
         const std::uint64_t current = ++generation;
         auto self = shared_from_this();
         if (auto* pause = std::get_if<record_wait::pause_request>(&next)) {
-          timer = d.loop.at(pause->until, [self, current](rd::reactor::wake why) { self->paused(current, why); });
+          timer = d.loop.at(pause->until, [self, current](event_loop::wake why) { self->paused(current, why); });
           if (timer == 0) return stopped(lock);
           lock.unlock();
           return;
         }
         const steady::time_point until = std::get<record_wait::wait_request>(next).until;
-        if (!wait->watch().notify_on_change(wait->seen(), [self, current] { self->woken(current, rd::reactor::wake::ready); })) {
+        if (!wait->watch().notify_on_change(wait->seen(), [self, current] { self->woken(current, event_loop::wake::ready); })) {
           next = wait->woken();  // it changed already
           continue;
         }
-        timer = d.loop.at(until, [self, current](rd::reactor::wake why) { self->woken(current, why); });
+        timer = d.loop.at(until, [self, current](event_loop::wake why) { self->woken(current, why); });
         if (timer == 0) return stopped(lock);
         lock.unlock();
         return;
@@ -128,11 +128,11 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
     }
   }
 
-  void paused(std::uint64_t which, rd::reactor::wake why) {
+  void paused(std::uint64_t which, event_loop::wake why) {
     std::unique_lock lock(mutex);
     if (finished || which != generation) return;
     timer = 0;
-    if (why == rd::reactor::wake::stopped) return stopped(lock);
+    if (why == event_loop::wake::stopped) return stopped(lock);
     record_wait::step next;
     try {
       next = wait->paused();
@@ -143,12 +143,12 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
   }
 
   // A message (or a change of the subscription) or the wait's time: whichever comes first.
-  void woken(std::uint64_t which, rd::reactor::wake why) {
+  void woken(std::uint64_t which, event_loop::wake why) {
     std::unique_lock lock(mutex);
     if (finished || which != generation) return;
     ++generation;  // the other of the two is stale now
     stop_waiting_locked();
-    if (why == rd::reactor::wake::stopped) return stopped(lock);
+    if (why == event_loop::wake::stopped) return stopped(lock);
     record_wait::step next;
     try {
       next = wait->woken();

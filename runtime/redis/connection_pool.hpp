@@ -13,6 +13,8 @@
 #include "connection.hpp"
 #include "multiplexed_connection.hpp"
 
+#include <idem/event_loop.hpp>
+
 namespace idem::detail::redis {
 
 // idem::detail::redis::connection_pool
@@ -27,7 +29,7 @@ namespace idem::detail::redis {
 class connection_pool {
  public:
   // `loop` serves the connections' asynchronous calls and must outlive the pool.
-  connection_pool(endpoint where, std::size_t capacity, reactor& loop);
+  connection_pool(endpoint where, std::size_t capacity, event_loop& loop);
   ~connection_pool();
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
@@ -55,7 +57,7 @@ class connection_pool {
 
   endpoint where_;
   std::size_t capacity_;
-  reactor& loop_;
+  event_loop& loop_;
   std::mutex mutex_;
   std::condition_variable opened_or_failed_;  // a connection being opened is done, either way
   std::vector<std::shared_ptr<multiplexed_connection>> open_;

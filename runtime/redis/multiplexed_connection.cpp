@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include <poll.h>
 #include <sys/socket.h>
 
 namespace idem::detail::redis {
@@ -25,13 +26,13 @@ struct multiplexed_connection::call {
 
 void multiplexed_connection::reader_deleter::operator()(redisReader* r) const noexcept { redisReaderFree(r); }
 
-multiplexed_connection::multiplexed_connection(const endpoint& where, reactor& loop)
+multiplexed_connection::multiplexed_connection(const endpoint& where, event_loop& loop)
     : conn_(where), loop_(loop), command_timeout_(where.command_timeout), parser_(redisReaderCreate()),
       last_reply_(std::chrono::steady_clock::now()) {
   if (parser_ == nullptr) throw io_failure("cannot allocate a hiredis reply parser");
 }
 
-multiplexed_connection::~multiplexed_connection() = default;
+multiplexed_connection::~multiplexed_connection() { loop_.forget(conn_.fd()); }
 
 std::string& multiplexed_connection::format(std::span<command> commands) {
   // Formatted outside the lock into a per-thread buffer: no allocation per call, and a buffer
@@ -138,8 +139,8 @@ void multiplexed_connection::pass_reader_role_locked(finished_calls& finished) {
   reading_ = true;
   try {
     const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
-    const reactor::id armed =
-        loop_.when_readable(conn_.fd(), deadline, [self = shared_from_this()](reactor::wake why) { self->on_readable(why); });
+    const event_loop::id armed =
+        loop_.when_readable(conn_.fd(), deadline, [self = shared_from_this()](event_loop::wake why) { self->on_readable(why); });
     if (armed == 0) {
       reading_ = false;
       break_locked("the store is being destroyed", finished);
@@ -150,12 +151,12 @@ void multiplexed_connection::pass_reader_role_locked(finished_calls& finished) {
   }
 }
 
-void multiplexed_connection::on_readable(reactor::wake why) {
+void multiplexed_connection::on_readable(event_loop::wake why) {
   std::deque<reply_ptr> arrived;
   std::string failure;
-  if (why == reactor::wake::stopped) {
+  if (why == event_loop::wake::stopped) {
     failure = "the store is being destroyed";
-  } else if (why == reactor::wake::timed_out) {
+  } else if (why == event_loop::wake::timed_out) {
     failure = "receive: no reply within the command timeout of " + std::to_string(command_timeout_.count()) + " ms";
   } else {
     try {
@@ -187,8 +188,23 @@ void multiplexed_connection::answer(finished_calls& finished) const {
   finished.clear();
 }
 
+// An event loop may have made the socket non-blocking (Asio does, for any wait on a descriptor):
+// then EAGAIN comes at once instead of after the socket's timeout, and the blocking path waits
+// for the socket itself, within what is left of the command timeout. True when it may try again.
+bool multiplexed_connection::await_socket(short events, std::chrono::steady_clock::time_point deadline) const {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  if (left.count() <= 0) return false;
+  pollfd p{conn_.fd(), events, 0};
+  int ready = 0;
+  do {
+    ready = ::poll(&p, 1, static_cast<int>(left.count()));
+  } while (ready < 0 && errno == EINTR);
+  return ready > 0;
+}
+
 void multiplexed_connection::send_locked(const std::string& wire) {
   const int fd = conn_.fd();
+  const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
   std::size_t sent = 0;
   while (sent < wire.size()) {
     const ssize_t n = ::send(fd, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
@@ -197,6 +213,7 @@ void multiplexed_connection::send_locked(const std::string& wire) {
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && await_socket(POLLOUT, deadline)) continue;
     const bool timed_out = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     failure_ = timed_out ? "send: the server accepted nothing within the command timeout of " +
                                std::to_string(command_timeout_.count()) + " ms"
@@ -208,13 +225,17 @@ void multiplexed_connection::send_locked(const std::string& wire) {
 void multiplexed_connection::read_some(std::deque<reply_ptr>& replies, bool wait) {
   char buffer[16 * 1024];
   ssize_t n = 0;
-  do {
+  const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
+  for (;;) {
     n = ::recv(conn_.fd(), buffer, sizeof buffer, wait ? 0 : MSG_DONTWAIT);
-  } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EINTR) continue;
+    if (wait && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && await_socket(POLLIN, deadline)) continue;
+    break;
+  }
   if (n == 0) throw io_failure("receive: the server closed the connection");
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait) return;  // woken for nothing (a spurious readiness): the reactor watches again
+      if (!wait) return;  // woken for nothing (a spurious readiness): the loop watches again
       throw io_failure("receive: no reply within the command timeout of " + std::to_string(command_timeout_.count()) +
                        " ms");
     }

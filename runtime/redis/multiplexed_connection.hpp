@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "connection.hpp"
-#include "reactor.hpp"
+#include <idem/event_loop.hpp>
 
 namespace idem::detail::redis {
 
@@ -28,7 +28,7 @@ namespace idem::detail::redis {
 // its own reply and returns, exactly like a blocking client; concurrent callers share reads and
 // writes, so Redis serves several requests per system call. An asynchronous call (async_exchange)
 // waits on no thread: when the oldest call waiting is one, the reader role goes to the store's
-// reactor, which reads when the socket is readable and answers the call from its thread.
+// event loop, which reads when the socket is readable and answers the call from its thread.
 //
 // Once a read or write failed (timeout, reset, protocol error) the connection is broken: every
 // call pipelined on it throws io_failure, and so does every later call. Thread-safe.
@@ -36,7 +36,7 @@ class multiplexed_connection : public std::enable_shared_from_this<multiplexed_c
  public:
   // Connects within connect_timeout, then AUTH and SELECT as configured. Throws io_failure.
   // `loop` reads for asynchronous calls and must outlive the connection.
-  multiplexed_connection(const endpoint& where, reactor& loop);
+  multiplexed_connection(const endpoint& where, event_loop& loop);
   ~multiplexed_connection();
   multiplexed_connection(const multiplexed_connection&) = delete;
   multiplexed_connection& operator=(const multiplexed_connection&) = delete;
@@ -53,7 +53,7 @@ class multiplexed_connection : public std::enable_shared_from_this<multiplexed_c
   }
 
   // What an asynchronous exchange reports: the failure (null when every reply arrived) and the
-  // replies, one per command. Runs on the reactor's thread, or on the calling thread when the
+  // replies, one per command. Runs on the event loop's thread, or on the calling thread when the
   // connection was broken already or the write failed.
   using exchange_handler = std::function<void(const io_failure* failure, std::span<reply_ptr> replies)>;
   // Writes `commands` together (before it returns: they may die then) and calls `done` with their
@@ -78,20 +78,21 @@ class multiplexed_connection : public std::enable_shared_from_this<multiplexed_c
   using finished_calls = std::vector<std::unique_ptr<call>>;  // asynchronous calls to answer, in order
   static std::string& format(std::span<command> commands);
   void send_locked(const std::string& wire);
+  bool await_socket(short events, std::chrono::steady_clock::time_point deadline) const;
   // One read; every complete reply it finished is appended to `replies`. `wait`: blocks up to the
-  // command timeout (a blocking reader), or reads only what arrived (the reactor). Throws io_failure.
+  // command timeout (a blocking reader), or reads only what arrived (the event loop). Throws io_failure.
   void read_some(std::deque<reply_ptr>& replies, bool wait);
   void deliver_locked(std::deque<reply_ptr>& replies, finished_calls& finished);
   void break_locked(std::string reason, finished_calls& finished);
   // Hands the reader role to the oldest waiting call when nobody holds it: a blocking caller is
-  // woken, an asynchronous one makes the reactor watch the socket.
+  // woken, an asynchronous one makes the event loop watch the socket.
   void pass_reader_role_locked(finished_calls& finished);
-  void on_readable(reactor::wake why);
+  void on_readable(event_loop::wake why);
   // Answers `finished` outside the lock, in order.
   void answer(finished_calls& finished) const;
 
   connection conn_;
-  reactor& loop_;  // setup (AUTH, SELECT) and the socket; reads and writes go around its buffers
+  event_loop& loop_;  // setup (AUTH, SELECT) and the socket; reads and writes go around its buffers
   std::chrono::milliseconds command_timeout_;
   struct reader_deleter {
     void operator()(redisReader* r) const noexcept;
@@ -100,7 +101,7 @@ class multiplexed_connection : public std::enable_shared_from_this<multiplexed_c
 
   std::mutex mutex_;
   std::deque<call*> waiting_;  // written, not yet answered, in write order
-  bool reading_ = false;       // a caller, or the reactor, holds the reader role
+  bool reading_ = false;       // a caller, or the event loop, holds the reader role
   std::string failure_;        // why the connection broke
   std::chrono::steady_clock::time_point last_reply_;
   std::atomic<bool> broken_{false};

@@ -22,7 +22,7 @@ std::vector<std::string> cluster_seeds(const redis_store_options& o) {
   return seeds;
 }
 
-rd::topology make_topology(const redis_store_options& o, const rd::endpoint& where, rd::reactor& loop) {
+rd::topology make_topology(const redis_store_options& o, const rd::endpoint& where, event_loop& loop) {
   if (o.cluster.enabled) return rd::topology(where, cluster_seeds(o), o.pool_size, loop);
   return rd::topology(where, o.pool_size, loop);
 }
@@ -43,6 +43,7 @@ redis_store::impl::impl(redis_store_options o)
     : options(std::move(o)),
       where{options.host,     options.port,           options.username,       options.password,
             options.database, options.connect_timeout, options.command_timeout},
+      loop(options.event_loop),
       topo(make_topology(options, where, loop)),
       publish(options.cluster.enabled ? "SPUBLISH" : "PUBLISH"),
       record_prefix(options.prefix + "rec:"),

@@ -16,6 +16,15 @@ namespace {
 
 constexpr std::uint64_t wake_token = 0;  // the eventfd's epoll data; registrations start at 1
 
+// How late a descriptor's deadline (a command timeout) may be noticed. While descriptors are
+// watched the thread wakes at least this often, so arming one never has to wake it: on a busy
+// store that write to the eventfd (and the wake-up) would come with every round trip.
+constexpr std::chrono::milliseconds descriptor_slack{50};
+// How long the thread keeps waking every descriptor_slack after the last descriptor it watched:
+// a store in use arms one at every round trip, and each would otherwise find the thread asleep
+// with no timeout and have to wake it. Idle longer than this, the thread sleeps until woken.
+constexpr std::chrono::seconds linger{1};
+
 [[noreturn]] void fail(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
 
 }  // namespace
@@ -59,7 +68,9 @@ reactor::id reactor::add_locked(int fd, clock::time_point deadline, handler h) {
   }
   registered_.emplace(name, registration{std::move(h), fd, deadline});
   deadlines_.emplace(std::pair{deadline, name}, name);
-  if (deadline < sleeping_until_) wake_thread();
+  if (fd >= 0) ++descriptors_;
+  const clock::time_point noticed = fd >= 0 ? deadline + descriptor_slack : deadline;
+  if (noticed < sleeping_until_) wake_thread();
   return name;
 }
 
@@ -79,9 +90,19 @@ bool reactor::cancel(id registration_id) {
   auto it = registered_.find(registration_id);
   if (it == registered_.end()) return false;
   removed = std::move(it->second.run);
-  deadlines_.erase(std::pair{it->second.deadline, registration_id});
-  registered_.erase(it);
+  forget_locked(it);
   return true;
+}
+
+void reactor::forget_locked(std::unordered_map<id, registration>::iterator it) {
+  deadlines_.erase(std::pair{it->second.deadline, it->first});
+  if (it->second.fd >= 0) --descriptors_;
+  registered_.erase(it);
+}
+
+void reactor::forget(int fd) {
+  std::lock_guard lock(mutex_);
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);  // ENOENT when it was never armed: nothing to undo
 }
 
 void reactor::wake_thread() {
@@ -102,6 +123,7 @@ void reactor::stop() {
     std::lock_guard lock(mutex_);
     left.swap(registered_);
     deadlines_.clear();
+    descriptors_ = 0;
   }
   for (auto& [name, r] : left) {
     try {
@@ -123,10 +145,13 @@ void reactor::run_loop() {
   std::unique_lock lock(mutex_);
   while (!stopped_) {
     int timeout_ms = -1;
+    const clock::time_point now_before = clock::now();
+    if (descriptors_ > 0) last_descriptor_ = now_before;
     sleeping_until_ = clock::time_point::max();
-    if (!deadlines_.empty()) {
-      sleeping_until_ = deadlines_.begin()->first.first;
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(sleeping_until_ - clock::now());
+    if (!deadlines_.empty()) sleeping_until_ = deadlines_.begin()->first.first;
+    if (now_before - last_descriptor_ < linger) sleeping_until_ = std::min(sleeping_until_, now_before + descriptor_slack);
+    if (sleeping_until_ != clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(sleeping_until_ - now_before);
       timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, 60'000));
     }
     lock.unlock();
@@ -143,16 +168,13 @@ void reactor::run_loop() {
       auto it = registered_.find(name);
       if (it == registered_.end()) continue;  // cancelled meanwhile
       due.emplace_back(std::move(it->second.run), wake::ready);
-      deadlines_.erase(std::pair{it->second.deadline, name});
-      registered_.erase(it);
+      forget_locked(it);
     }
     const clock::time_point now = clock::now();
     while (!deadlines_.empty() && deadlines_.begin()->first.first <= now) {
-      const id name = deadlines_.begin()->second;
-      deadlines_.erase(deadlines_.begin());
-      auto it = registered_.find(name);
+      auto it = registered_.find(deadlines_.begin()->second);
       due.emplace_back(std::move(it->second.run), wake::timed_out);
-      registered_.erase(it);
+      forget_locked(it);
     }
     if (due.empty()) continue;
     sleeping_until_ = clock::time_point{};  // busy: registrations need not wake the thread

@@ -10,37 +10,27 @@
 #include <unordered_map>
 #include <utility>
 
+#include <idem/event_loop.hpp>
+
 namespace idem::detail::redis {
 
 // idem::detail::redis::reactor
 //
-// One thread per store, started on first use, that runs callbacks when a socket becomes readable
-// or a time comes: what an asynchronous call waits on instead of a thread of its own. A callback
-// learns why it runs; each runs once, on the reactor's thread, without the reactor's lock (so it
-// may register again). stop() ends the thread and then runs every callback still registered, on
-// the stopping thread, with `stopped`: nothing registered is ever dropped unanswered. Thread-safe.
-class reactor {
+// A store's own event loop (when it is not handed the caller's): one thread, started on first
+// use, on epoll. Callbacks run without the reactor's lock (so they may register again). stop()
+// ends the thread and then runs every callback still registered, on the stopping thread, with
+// `stopped`. Thread-safe.
+class reactor final : public event_loop {
  public:
-  using clock = std::chrono::steady_clock;
-  enum class wake { ready, timed_out, stopped };
-  using handler = std::function<void(wake)>;
-  // Names one registration; 0 names none.
-  using id = std::uint64_t;
-
   reactor();
-  ~reactor();
+  ~reactor() override;
   reactor(const reactor&) = delete;
   reactor& operator=(const reactor&) = delete;
 
-  // Runs `h(ready)` once `fd` is readable or hung up, or `h(timed_out)` at `deadline`, whichever
-  // comes first. One registration per descriptor at a time. Returns 0, keeping nothing, when the
-  // reactor stopped. Throws std::system_error when the descriptor cannot be watched.
-  [[nodiscard]] id when_readable(int fd, clock::time_point deadline, handler h);
-  // Runs `h(timed_out)` at `at` (soon if it passed). Returns 0, keeping nothing, when stopped.
-  [[nodiscard]] id at(clock::time_point when, handler h);
-  // Removes a registration that has not run; returns whether it was removed (its handler is
-  // destroyed outside the lock).
-  bool cancel(id registration);
+  [[nodiscard]] id when_readable(int fd, clock::time_point deadline, handler h) override;
+  [[nodiscard]] id at(clock::time_point when, handler h) override;
+  bool cancel(id registration) override;
+  void forget(int fd) override;
 
   // Ends the thread (after the callback running now), then runs every remaining registration with
   // `stopped`. Later registrations return 0. Idempotent; not from a callback.
@@ -56,6 +46,8 @@ class reactor {
     clock::time_point deadline;
   };
   id add_locked(int fd, clock::time_point deadline, handler h);
+  // Removes a registration from both indexes (its handler must have been moved out or be dropped).
+  void forget_locked(std::unordered_map<id, registration>::iterator it);
   void run_loop();
   void wake_thread();
 
@@ -64,6 +56,8 @@ class reactor {
   mutable std::mutex mutex_;
   std::unordered_map<id, registration> registered_;
   std::map<std::pair<clock::time_point, id>, id> deadlines_;
+  std::size_t descriptors_ = 0;  // registrations that watch a descriptor
+  clock::time_point last_descriptor_{};  // when the thread last slept with one registered
   clock::time_point sleeping_until_ = clock::time_point::max();
   id next_id_ = 1;
   bool stopped_ = false;

@@ -29,7 +29,7 @@
 
 #include "completed_cache.hpp"
 #include "connection.hpp"
-#include "reactor.hpp"
+#include "store_loop.hpp"
 #include "record_codec.hpp"
 #include "retry_pacing.hpp"
 #include "scripts.hpp"
@@ -48,7 +48,7 @@ struct redis_store::impl {
   using steady = std::chrono::steady_clock;
 
   explicit impl(redis_store_options o);
-  // Stops the reactor first: asynchronous calls still pending are answered store_unavailable_error.
+  // Stops the loop first: asynchronous calls still pending are answered store_unavailable_error.
   ~impl();
 
   static std::string decimal_of(milliseconds d) { return std::string(rd::decimal(d.count()).view()); }
@@ -150,7 +150,7 @@ struct redis_store::impl {
     script_call c(*this, t, s, keys, args, wait_for_replicas);
     return run_blocking(c);
   }
-  // The call without a parked thread: round trips on the reactor; what needs a blocking step (a
+  // The call without a parked thread: round trips on the event loop; what needs a blocking step (a
   // connection to open, a cluster's redirection) continues on the shared blocking pool. `c` must
   // live until `done` ran; `done` runs once, on a thread of the store.
   using outcome_handler = std::function<void(std::exception_ptr, outcome)>;
@@ -254,7 +254,7 @@ struct redis_store::impl {
 
   redis_store_options options;
   rd::endpoint where;
-  rd::reactor loop;  // before the topology: its connections and waiters point to it
+  rd::store_loop loop;  // before the topology: its connections and waiters point to it
   rd::topology topo;
   const std::string_view publish;  // PUBLISH, or SPUBLISH (sharded pub/sub) in a cluster
   std::unique_ptr<rd::completed_cache> cache;

@@ -12,6 +12,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -39,16 +40,24 @@ std::unique_ptr<idem::redis_store> store_for(const char* hint) {
 
 }  // namespace
 
-TEST_CASE("1,000 coroutines on one thread on Redis: 500 keys twice at once, each action 50 ms, nothing parked") {
-  auto store = store_for("burst");
+namespace {
+
+// 1,000 coroutines on one io_context thread: 500 keys, each called twice at once, the action a
+// 50 ms timer. `on_loop`: the store reads its replies on that io_context (options.event_loop).
+void burst_on_redis(bool on_loop) {
+  asio::io_context io;
+  idem::redis_store_options options =
+      idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("burst"));
+  if (on_loop) options.event_loop = std::make_shared<idem::asio::event_loop>(io);
+  auto store = std::make_unique<idem::redis_store>(options);
   idem::engine engine{*store, idem::test::quiet_config()};
   // First every node's threads (the subscriber's, started on a node's first wait) and connections
   // (opened on the shared blocking pool): a fixed set, whatever the number of calls. On a cluster,
   // 5 keys may not reach every master.
-  const burst_result warm = burst(engine, 50, "Burst.warm");
+  const burst_result warm = burst(io, engine, 50, "Burst.warm");
   REQUIRE(warm.executions == 50);
-  const burst_result few = burst(engine, 5, "Burst.few");
-  const burst_result many = burst(engine, 500, "Burst.many");
+  const burst_result few = burst(io, engine, 5, "Burst.few");
+  const burst_result many = burst(io, engine, 500, "Burst.many");
 
   CHECK(many.executions == 500);  // exactly once per key
   CHECK(many.executed == 500);
@@ -58,9 +67,20 @@ TEST_CASE("1,000 coroutines on one thread on Redis: 500 keys twice at once, each
   CHECK(few.peak_running == 5);
   CHECK(many.peak_threads == few.peak_threads);  // the same threads serve 10 calls and 1,000
   CHECK(store->waiting() == 0);
-  WARN("1,000 calls on Redis on one io_context thread took " << many.took.count() << " ms (a blocking loop: 25 s); "
-                                                             << many.peak_threads << " threads with 1,000 calls, "
-                                                             << few.peak_threads << " with 10");
+  WARN("1,000 calls on Redis on one io_context thread" << (on_loop ? " (replies read on it)" : "") << " took "
+                                                        << many.took.count() << " ms (a blocking loop: 25 s); "
+                                                        << many.peak_threads << " threads with 1,000 calls, "
+                                                        << few.peak_threads << " with 10");
+}
+
+}  // namespace
+
+TEST_CASE("1,000 coroutines on one thread on Redis: 500 keys twice at once, each action 50 ms, nothing parked") {
+  burst_on_redis(false);
+}
+
+TEST_CASE("1,000 coroutines on Redis with the store's replies read on their io_context thread (event_loop)") {
+  burst_on_redis(true);
 }
 
 TEST_CASE("on Redis, a duplicate cancelled while it waits ends with operation_aborted and changes nothing") {
@@ -135,4 +155,27 @@ TEST_CASE("a Redis store destroyed with a duplicate waiting answers it store_una
   auto answer = answered.get_future();
   REQUIRE(answer.wait_for(20s) == std::future_status::ready);
   CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
+}
+
+TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate waiting, answers it store_unavailable_error") {
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  idem::redis_store_options options =
+      idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("loop-gone"));
+  options.event_loop = std::make_shared<idem::asio::event_loop>(io);
+  auto store = std::make_unique<idem::redis_store>(options);
+  const idem::identity id("Destroyed.loop", "k");
+  const idem::context ctx = idem::redis_test::make_context(id, 20s);
+  auto held = store->try_acquire(ctx);
+  REQUIRE(std::holds_alternative<idem::acquired>(held));
+  std::promise<std::exception_ptr> answered;
+  store->async_try_acquire(ctx, nullptr, [&](std::exception_ptr e, idem::acquire_result) { answered.set_value(e); });
+  REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
+  store.reset();
+  auto answer = answered.get_future();
+  REQUIRE(answer.wait_for(20s) == std::future_status::ready);
+  CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
+  work.reset();
+  runner.join();
 }

@@ -55,9 +55,10 @@ struct burst_result {
 // action waits 50 ms on a steady_timer. The actions first wait, at most 30 s, until all of them
 // have started: none waits for another unless the calls block the thread, and a slow machine
 // cannot end one action before the last has started.
-inline burst_result burst(idem::engine& engine, int keys, const std::string& scope) {
+// The calls run on `io` (restarted first), on the thread calling burst().
+inline burst_result burst(boost::asio::io_context& io, idem::engine& engine, int keys, const std::string& scope) {
   using namespace burst_detail;
-  asio::io_context io;
+  io.restart();
   burst_result r;
   int running = 0;
   asio::steady_timer all_started(io, 30s);
@@ -99,6 +100,12 @@ inline burst_result burst(idem::engine& engine, int keys, const std::string& sco
   io.run();
   r.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   return r;
+}
+
+// The same on an io_context of its own.
+inline burst_result burst(idem::engine& engine, int keys, const std::string& scope) {
+  boost::asio::io_context io;
+  return burst(io, engine, keys, scope);
 }
 
 }  // namespace idem::test

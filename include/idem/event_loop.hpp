@@ -1,0 +1,46 @@
+// idem/event_loop.hpp — what a store's asynchronous calls wait on: a socket becoming readable or a
+// time coming. A store runs its own loop on a thread of its own unless it is handed the caller's
+// (idem::asio::event_loop runs on a Boost.Asio io_context); then its replies are read on the
+// caller's threads, with no hop between threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+namespace idem {
+
+// idem::event_loop
+//
+// An interface a store calls from any thread. Each registration's handler runs once, on a thread
+// of the loop, never from inside the call that registered it, and learns why it runs. A handler
+// must not block. An implementation must outlive every store that uses it.
+class event_loop {
+ public:
+  using clock = std::chrono::steady_clock;
+  enum class wake {
+    ready,      // the descriptor is readable (or hung up)
+    timed_out,  // the time came
+    stopped,    // the loop ended with the registration pending
+  };
+  using handler = std::function<void(wake)>;
+  // Names one registration; 0 names none.
+  using id = std::uint64_t;
+
+  virtual ~event_loop() = default;
+
+  // Runs `h(ready)` once `fd` is readable or hung up, or `h(timed_out)` at `deadline`, whichever
+  // comes first; the deadline may be noticed up to 50 ms late (it bounds a round trip). At most
+  // one registration per descriptor at a time. Returns 0, keeping nothing, when the loop cannot
+  // take registrations any more. Throws std::system_error when the descriptor cannot be watched.
+  [[nodiscard]] virtual id when_readable(int fd, clock::time_point deadline, handler h) = 0;
+  // Runs `h(timed_out)` at `when` (soon if it passed). Returns 0, keeping nothing, when stopped.
+  [[nodiscard]] virtual id at(clock::time_point when, handler h) = 0;
+  // Removes a registration whose handler has not started; returns whether it was removed.
+  virtual bool cancel(id registration) = 0;
+  // `fd` is about to be closed (no registration of it is pending): the loop lets go of it, so that
+  // a descriptor opened later under the same number starts afresh.
+  virtual void forget(int fd) = 0;
+};
+
+}  // namespace idem

@@ -1,0 +1,114 @@
+// runtime/redis/store_loop.cpp — the event loop a Redis store's asynchronous calls wait on.
+#include "store_loop.hpp"
+
+#include <utility>
+#include <vector>
+
+namespace idem::detail::redis {
+
+store_loop::store_loop(std::shared_ptr<event_loop> external) : loop_(std::move(external)) {
+  if (loop_ == nullptr) {
+    auto own = std::make_shared<reactor>();
+    own_ = own.get();
+    loop_ = std::move(own);
+  }
+}
+
+store_loop::~store_loop() { stop(); }
+
+void store_loop::book::fire(const std::weak_ptr<book>& self, id name, wake why) {
+  const std::shared_ptr<book> b = self.lock();
+  if (b == nullptr) return;
+  handler run;
+  {
+    std::lock_guard lock(b->mutex);
+    auto it = b->entries.find(name);
+    if (it == b->entries.end()) return;  // cancelled, or answered by stop()
+    run = std::move(it->second.run);
+    b->entries.erase(it);
+    ++b->running;
+  }
+  try {
+    run(why);
+  } catch (...) {
+    // Each handler reports through its own operation.
+  }
+  run = nullptr;  // what it owns goes before stop() may return
+  std::lock_guard lock(b->mutex);
+  if (--b->running == 0) b->idle.notify_all();
+}
+
+template <class Register>
+store_loop::id store_loop::add(Register&& in_loop, handler h) {
+  id name = 0;
+  {
+    std::lock_guard lock(book_->mutex);
+    if (book_->stopped) return 0;
+    name = book_->next++;
+    book_->entries.emplace(name, pending{std::move(h), 0});
+  }
+  id inner = 0;
+  try {
+    inner = in_loop([weak = std::weak_ptr<book>(book_), name](wake why) { book::fire(weak, name, why); });
+  } catch (...) {
+    std::lock_guard lock(book_->mutex);
+    book_->entries.erase(name);
+    throw;
+  }
+  std::lock_guard lock(book_->mutex);
+  auto it = book_->entries.find(name);
+  if (inner == 0) {  // the loop takes nothing any more
+    if (it != book_->entries.end()) book_->entries.erase(it);
+    return 0;
+  }
+  if (it != book_->entries.end()) it->second.inner = inner;
+  return name;
+}
+
+store_loop::id store_loop::when_readable(int fd, clock::time_point deadline, handler h) {
+  return add([&](handler wrapped) { return loop_->when_readable(fd, deadline, std::move(wrapped)); }, std::move(h));
+}
+
+store_loop::id store_loop::at(clock::time_point when, handler h) {
+  return add([&](handler wrapped) { return loop_->at(when, std::move(wrapped)); }, std::move(h));
+}
+
+bool store_loop::cancel(id registration) {
+  handler dropped;  // destroyed outside the lock: it may own anything
+  id inner = 0;
+  {
+    std::lock_guard lock(book_->mutex);
+    auto it = book_->entries.find(registration);
+    if (it == book_->entries.end()) return false;
+    dropped = std::move(it->second.run);
+    inner = it->second.inner;
+    book_->entries.erase(it);
+  }
+  if (inner != 0) loop_->cancel(inner);
+  return true;
+}
+
+void store_loop::forget(int fd) { loop_->forget(fd); }
+
+void store_loop::stop() {
+  if (own_ != nullptr) own_->stop();  // runs what it still holds: the book answers `stopped`
+  std::unordered_map<id, pending> left;
+  {
+    std::unique_lock lock(book_->mutex);
+    book_->stopped = true;
+    book_->idle.wait(lock, [this] { return book_->running == 0; });
+    left.swap(book_->entries);
+  }
+  for (auto& [name, entry] : left) {
+    if (entry.inner != 0) loop_->cancel(entry.inner);
+  }
+  for (auto& [name, entry] : left) {
+    try {
+      entry.run(wake::stopped);
+    } catch (...) {
+      // Each handler reports through its own operation.
+    }
+  }
+}
+
+}  // namespace idem::detail::redis
