@@ -19,7 +19,7 @@ constexpr std::chrono::milliseconds idle_check_after{1};
 
 }  // namespace
 
-connection_pool::connection_pool(endpoint where, std::size_t capacity, event_loop& loop)
+connection_pool::connection_pool(endpoint where, std::size_t capacity, store_loop& loop)
     : where_(std::move(where)), capacity_(capacity), loop_(loop) {}
 
 connection_pool::~connection_pool() = default;

@@ -13,7 +13,7 @@
 #include "connection.hpp"
 #include "multiplexed_connection.hpp"
 
-#include <idem/event_loop.hpp>
+#include "store_loop.hpp"
 
 namespace idem::detail::redis {
 
@@ -29,7 +29,7 @@ namespace idem::detail::redis {
 class connection_pool {
  public:
   // `loop` serves the connections' asynchronous calls and must outlive the pool.
-  connection_pool(endpoint where, std::size_t capacity, event_loop& loop);
+  connection_pool(endpoint where, std::size_t capacity, store_loop& loop);
   ~connection_pool();
   connection_pool(const connection_pool&) = delete;
   connection_pool& operator=(const connection_pool&) = delete;
@@ -57,7 +57,7 @@ class connection_pool {
 
   endpoint where_;
   std::size_t capacity_;
-  event_loop& loop_;
+  store_loop& loop_;
   std::mutex mutex_;
   std::condition_variable opened_or_failed_;  // a connection being opened is done, either way
   std::vector<std::shared_ptr<multiplexed_connection>> open_;

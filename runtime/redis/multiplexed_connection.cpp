@@ -26,13 +26,13 @@ struct multiplexed_connection::call {
 
 void multiplexed_connection::reader_deleter::operator()(redisReader* r) const noexcept { redisReaderFree(r); }
 
-multiplexed_connection::multiplexed_connection(const endpoint& where, event_loop& loop)
-    : conn_(where), loop_(loop), command_timeout_(where.command_timeout), parser_(redisReaderCreate()),
+multiplexed_connection::multiplexed_connection(const endpoint& where, store_loop& loop)
+    : conn_(where), loop_(loop), backend_(loop.backend()), command_timeout_(where.command_timeout), parser_(redisReaderCreate()),
       last_reply_(std::chrono::steady_clock::now()) {
   if (parser_ == nullptr) throw io_failure("cannot allocate a hiredis reply parser");
 }
 
-multiplexed_connection::~multiplexed_connection() { loop_.forget(conn_.fd()); }
+multiplexed_connection::~multiplexed_connection() { backend_->forget(conn_.fd()); }
 
 std::string& multiplexed_connection::format(std::span<command> commands) {
   // Formatted outside the lock into a per-thread buffer: no allocation per call, and a buffer

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "connection.hpp"
-#include <idem/event_loop.hpp>
+#include "store_loop.hpp"
 
 namespace idem::detail::redis {
 
@@ -35,8 +35,8 @@ namespace idem::detail::redis {
 class multiplexed_connection : public std::enable_shared_from_this<multiplexed_connection> {
  public:
   // Connects within connect_timeout, then AUTH and SELECT as configured. Throws io_failure.
-  // `loop` reads for asynchronous calls and must outlive the connection.
-  multiplexed_connection(const endpoint& where, event_loop& loop);
+  // `loop` reads for asynchronous calls; its backend is kept as long as the connection.
+  multiplexed_connection(const endpoint& where, store_loop& loop);
   ~multiplexed_connection();
   multiplexed_connection(const multiplexed_connection&) = delete;
   multiplexed_connection& operator=(const multiplexed_connection&) = delete;
@@ -91,8 +91,11 @@ class multiplexed_connection : public std::enable_shared_from_this<multiplexed_c
   // Answers `finished` outside the lock, in order.
   void answer(finished_calls& finished) const;
 
-  connection conn_;
-  event_loop& loop_;  // setup (AUTH, SELECT) and the socket; reads and writes go around its buffers
+  connection conn_;  // setup (AUTH, SELECT) and the socket; reads and writes go around its buffers
+  store_loop& loop_;  // arms the asynchronous reads (only while the store lives)
+  // The loop itself, which forget() must reach when the connection goes: that may be after the
+  // store (the last handler it ran let the store go).
+  std::shared_ptr<event_loop> backend_;
   std::chrono::milliseconds command_timeout_;
   struct reader_deleter {
     void operator()(redisReader* r) const noexcept;

@@ -55,7 +55,7 @@ reactor::~reactor() {
 
 reactor::id reactor::add_locked(int fd, clock::time_point deadline, handler h) {
   if (stopped_) return 0;
-  if (!thread_.joinable()) thread_ = std::thread([this] { run_loop(); });
+  if (!thread_.joinable()) thread_ = std::thread([self = shared_from_this()] { self->run_loop(); });
   const id name = next_id_++;
   if (fd >= 0) {
     // One-shot: the descriptor reports once, then stays silent until it is armed again.
@@ -117,7 +117,13 @@ void reactor::stop() {
     stopped_ = true;
     wake_thread();
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();  // stopped from one of its own callbacks: the loop ends when it returns
+    } else {
+      thread_.join();
+    }
+  }
   std::unordered_map<id, registration> left;
   {
     std::lock_guard lock(mutex_);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -19,8 +20,9 @@ namespace idem::detail::redis {
 // A store's own event loop (when it is not handed the caller's): one thread, started on first
 // use, on epoll. Callbacks run without the reactor's lock (so they may register again). stop()
 // ends the thread and then runs every callback still registered, on the stopping thread, with
-// `stopped`. Thread-safe.
-class reactor final : public event_loop {
+// `stopped`. Its thread holds the reactor until it ends, so the last owner may let go of it on
+// that thread. Create it with std::make_shared. Thread-safe.
+class reactor final : public event_loop, public std::enable_shared_from_this<reactor> {
  public:
   reactor();
   ~reactor() override;
@@ -33,7 +35,8 @@ class reactor final : public event_loop {
   void forget(int fd) override;
 
   // Ends the thread (after the callback running now), then runs every remaining registration with
-  // `stopped`. Later registrations return 0. Idempotent; not from a callback.
+  // `stopped`. Later registrations return 0. Idempotent; from one of its callbacks, the thread
+  // ends once that callback returns.
   void stop();
 
   // 0 before the first registration, 1 while running, 0 after stop().

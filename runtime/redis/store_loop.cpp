@@ -6,6 +6,14 @@
 
 namespace idem::detail::redis {
 
+namespace {
+
+// The book whose handler this thread is running, if any: stop() called from that handler (its
+// store let go of in its last completion) waits for every other handler, not for itself.
+thread_local const void* book_running_here = nullptr;
+
+}  // namespace
+
 store_loop::store_loop(std::shared_ptr<event_loop> external) : loop_(std::move(external)) {
   if (loop_ == nullptr) {
     auto own = std::make_shared<reactor>();
@@ -28,12 +36,15 @@ void store_loop::book::fire(const std::weak_ptr<book>& self, id name, wake why) 
     b->entries.erase(it);
     ++b->running;
   }
+  const void* const outer = book_running_here;
+  book_running_here = b.get();
   try {
     run(why);
   } catch (...) {
     // Each handler reports through its own operation.
   }
   run = nullptr;  // what it owns goes before stop() may return
+  book_running_here = outer;
   std::lock_guard lock(b->mutex);
   if (--b->running == 0) b->idle.notify_all();
 }
@@ -96,7 +107,8 @@ void store_loop::stop() {
   {
     std::unique_lock lock(book_->mutex);
     book_->stopped = true;
-    book_->idle.wait(lock, [this] { return book_->running == 0; });
+    const std::size_t mine = book_running_here == book_.get() ? 1 : 0;
+    book_->idle.wait(lock, [this, mine] { return book_->running == mine; });
     left.swap(book_->entries);
   }
   for (auto& [name, entry] : left) {

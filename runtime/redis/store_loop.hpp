@@ -32,8 +32,10 @@ class store_loop final : public event_loop {
   [[nodiscard]] id at(clock::time_point when, handler h) override;
   bool cancel(id registration) override;
   void forget(int fd) override;
-  // Waits for the handlers running now, then answers every pending registration `stopped`; later
-  // ones return 0. Not from a handler.
+  // The loop the registrations go to (the caller's, or the store's own reactor).
+  std::shared_ptr<event_loop> backend() const { return loop_; }
+  // Waits for the handlers running now (but the caller's own, when a handler lets its store go),
+  // then answers every pending registration `stopped`; later ones return 0.
   void stop();
 
  private:

@@ -31,17 +31,17 @@ bool parse_address(std::string_view address, std::string& host, int& port) {
   return true;
 }
 
-node::node(endpoint where, std::size_t pool_size, bool sharded, event_loop& loop)
+node::node(endpoint where, std::size_t pool_size, bool sharded, store_loop& loop)
     : address(where.describe()), pool(where, pool_size, loop), hub(where, sharded) {}
 
-topology::topology(endpoint where, std::size_t pool_size, event_loop& loop)
+topology::topology(endpoint where, std::size_t pool_size, store_loop& loop)
     : cluster_(false), base_(where), pool_size_(pool_size), loop_(loop) {
   nodes_.push_back(std::make_unique<node>(std::move(where), pool_size, false, loop_));
   for (auto& slot : slots_) slot.store(nodes_.front().get(), std::memory_order_relaxed);
   loaded_.store(true, std::memory_order_release);
 }
 
-topology::topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size, event_loop& loop)
+topology::topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size, store_loop& loop)
     : cluster_(true), base_(std::move(base)), pool_size_(pool_size), seeds_(std::move(seeds)), loop_(loop) {}
 
 node& topology::owner(int slot) {

@@ -19,13 +19,13 @@
 #include "hash_slot.hpp"
 #include "subscriber.hpp"
 
-#include <idem/event_loop.hpp>
+#include "store_loop.hpp"
 
 namespace idem::detail::redis {
 
 // One Redis server the store talks to: its command connections and its subscriber connection.
 struct node {
-  node(endpoint where, std::size_t pool_size, bool sharded, event_loop& loop);
+  node(endpoint where, std::size_t pool_size, bool sharded, store_loop& loop);
   node(const node&) = delete;
   node& operator=(const node&) = delete;
 
@@ -49,10 +49,10 @@ class topology {
  public:
   // Standalone: `where` serves every slot. `loop` serves the connections' asynchronous calls and
   // must outlive the topology.
-  topology(endpoint where, std::size_t pool_size, event_loop& loop);
+  topology(endpoint where, std::size_t pool_size, store_loop& loop);
   // Cluster: `seeds` are "host:port" of nodes to discover the cluster from; `base` gives the
   // credentials and timeouts of every node.
-  topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size, event_loop& loop);
+  topology(endpoint base, std::vector<std::string> seeds, std::size_t pool_size, store_loop& loop);
   topology(const topology&) = delete;
   topology& operator=(const topology&) = delete;
 
@@ -102,7 +102,7 @@ class topology {
   endpoint base_;
   std::size_t pool_size_;
   std::vector<std::string> seeds_;
-  event_loop& loop_;
+  store_loop& loop_;
 
   mutable std::mutex mutex_;  // nodes_, loading; refreshes are serialised by it
   std::deque<std::unique_ptr<node>> nodes_;

@@ -179,3 +179,29 @@ TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate 
   work.reset();
   runner.join();
 }
+
+TEST_CASE("a Redis store may be let go of in the completion of its last call, on either event loop") {
+  for (bool on_loop : {false, true}) {
+    asio::io_context io;
+    int replays = 0;
+    // The coroutine owns the store: it is destroyed when the coroutine ends, inside the completion
+    // of its last call (on the store's own thread or on `io`).
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          idem::redis_store_options options = idem::redis_test::test_options(
+              idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("let-go"));
+          if (on_loop) options.event_loop = std::make_shared<idem::asio::event_loop>(io);
+          auto store = std::make_unique<idem::redis_store>(options);
+          idem::engine engine{*store, idem::test::quiet_config()};
+          auto ctx = engine.make_context("LetGo.redis", "k");
+          for (int i = 0; i < 2; ++i) {
+            auto o = co_await idem::async_execute(engine, ctx, [] { return 5; }, idem::json_codec{}, asio::use_awaitable);
+            if (o.is_replay() && o.value() == 5) ++replays;
+          }
+        },
+        asio::detached);
+    io.run();
+    CHECK(replays == 1);
+  }
+}
