@@ -11,19 +11,19 @@
 // affected).
 #pragma once
 
-#include <poll.h>
-
 #include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -33,10 +33,9 @@ namespace idem::asio {
 
 // idem::asio::event_loop
 //
-// Descriptors are watched with the io_context's reactor (each registered once, until forget()),
-// times with steady_timers; descriptor deadlines are checked by one timer every 50 ms while any
-// descriptor is watched. A registration made after the descriptor became readable completes at
-// once, as level-triggered readiness would. Thread-safe; create it with std::make_shared.
+// Reads are the io_context's own (async_read_some on a descriptor registered once, until
+// forget()), times are steady_timers; read deadlines are checked by one timer every 50 ms while
+// any read is pending. Thread-safe; create it with std::make_shared.
 class event_loop final : public idem::event_loop, public std::enable_shared_from_this<event_loop> {
  public:
   explicit event_loop(boost::asio::io_context& io) : io_(io), ticker_(io) {}
@@ -48,7 +47,7 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
   event_loop(const event_loop&) = delete;
   event_loop& operator=(const event_loop&) = delete;
 
-  [[nodiscard]] id when_readable(int fd, clock::time_point deadline, handler h) override {
+  [[nodiscard]] id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) override {
     std::lock_guard lock(mutex_);
     auto& d = descriptors_[fd];
     if (d == nullptr) {
@@ -62,14 +61,12 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
     const id name = next_++;
     entries_.emplace(name, entry{std::move(h), fd, deadline, nullptr});
     ++watching_;
-    d->async_wait(boost::asio::posix::descriptor_base::wait_read,
-                  [weak = weak_from_this(), name](const boost::system::error_code&) { fire(weak, name, wake::ready); });
-    // The wait completes on the next readiness event; bytes that came before it was queued are
-    // seen here instead.
-    pollfd probe{fd, POLLIN, 0};
-    if (::poll(&probe, 1, 0) > 0) {
-      boost::asio::post(io_, [weak = weak_from_this(), name] { fire(weak, name, wake::ready); });
-    }
+    d->async_read_some(boost::asio::buffer(buffer.data(), buffer.size()),
+                       [weak = weak_from_this(), name](const boost::system::error_code& ec, std::size_t bytes) {
+                         if (ec == boost::asio::error::operation_aborted) return;  // cancelled: answered already
+                         const int error = !ec || ec == boost::asio::error::eof ? 0 : ec.value();
+                         fire(weak, name, wake::ready, ec ? 0 : bytes, error);
+                       });
     tick_locked();
     return name;
   }
@@ -79,9 +76,9 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
     const id name = next_++;
     auto timer = std::make_unique<boost::asio::steady_timer>(io_, when);
     timer->async_wait([weak = weak_from_this(), name](const boost::system::error_code& ec) {
-      if (!ec) fire(weak, name, wake::timed_out);
+      if (!ec) fire(weak, name, wake::timed_out, 0, 0);
     });
-    entries_.emplace(name, entry{std::move(h), -1, when, std::move(timer)});
+    entries_.emplace(name, entry{[h = std::move(h)](wake why, std::size_t, int) { h(why); }, -1, when, std::move(timer)});
     return name;
   }
 
@@ -92,9 +89,8 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
       auto it = entries_.find(registration);
       if (it == entries_.end()) return false;
       dropped = std::move(it->second);
-      if (dropped.fd >= 0) --watching_;
-      if (dropped.timer != nullptr) dropped.timer->cancel();
       entries_.erase(it);
+      stop_locked(dropped);
     }
     return true;
   }
@@ -109,13 +105,24 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
 
  private:
   struct entry {
-    handler run;
+    read_handler run;
     int fd = -1;  // -1: a timer
     clock::time_point deadline;
     std::unique_ptr<boost::asio::steady_timer> timer;
   };
 
-  static void fire(const std::weak_ptr<event_loop>& weak, id name, wake why) {
+  // An entry taken out before its operation completed: the operation is cancelled (a read then
+  // writes nothing more into its buffer).
+  void stop_locked(entry& e) {
+    if (e.fd >= 0) {
+      --watching_;
+      auto d = descriptors_.find(e.fd);
+      if (d != descriptors_.end()) d->second->cancel();
+    }
+    if (e.timer != nullptr) e.timer->cancel();
+  }
+
+  static void fire(const std::weak_ptr<event_loop>& weak, id name, wake why, std::size_t bytes, int error) {
     const std::shared_ptr<event_loop> self = weak.lock();
     if (self == nullptr) return;
     entry taken;
@@ -127,7 +134,7 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
       if (taken.fd >= 0) --self->watching_;
       self->entries_.erase(it);
     }
-    taken.run(why);
+    taken.run(why, bytes, error);
   }
 
   // Keeps the deadline sweep running while descriptors are watched.
@@ -149,15 +156,15 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
       for (auto it = entries_.begin(); it != entries_.end();) {
         if (it->second.fd >= 0 && it->second.deadline <= now) {
           due.push_back(std::move(it->second));
-          --watching_;
           it = entries_.erase(it);
+          stop_locked(due.back());
         } else {
           ++it;
         }
       }
       tick_locked();
     }
-    for (entry& e : due) e.run(wake::timed_out);
+    for (entry& e : due) e.run(wake::timed_out, 0, 0);
   }
 
   static constexpr std::chrono::milliseconds sweep_period{50};

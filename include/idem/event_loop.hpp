@@ -5,8 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 
 namespace idem {
 
@@ -24,19 +26,25 @@ class event_loop {
     stopped,    // the loop ended with the registration pending
   };
   using handler = std::function<void(wake)>;
+  // What read_some reports: why it runs and, when `ready`, the bytes read into the buffer (0: the
+  // peer closed the connection) or the errno of a failed read (then bytes is 0).
+  using read_handler = std::function<void(wake, std::size_t bytes, int error)>;
   // Names one registration; 0 names none.
   using id = std::uint64_t;
 
   virtual ~event_loop() = default;
 
-  // Runs `h(ready)` once `fd` is readable or hung up, or `h(timed_out)` at `deadline`, whichever
-  // comes first; the deadline may be noticed up to 50 ms late (it bounds a round trip). At most
-  // one registration per descriptor at a time. Returns 0, keeping nothing, when the loop cannot
-  // take registrations any more. Throws std::system_error when the descriptor cannot be watched.
-  [[nodiscard]] virtual id when_readable(int fd, clock::time_point deadline, handler h) = 0;
+  // Reads what the non-blocking or blocking socket `fd` has into `buffer` once it has something
+  // (at once when it has already), then runs `h(ready, bytes, error)`; or `h(timed_out, 0, 0)` at
+  // `deadline`, whichever comes first (the deadline may be noticed up to 50 ms late: it bounds a
+  // round trip), and then nothing is read into `buffer` any more. `buffer` must live until `h`
+  // runs. At most one read per descriptor at a time. Returns 0, keeping nothing, when the loop
+  // cannot take registrations any more. Throws std::system_error when `fd` cannot be watched.
+  [[nodiscard]] virtual id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) = 0;
   // Runs `h(timed_out)` at `when` (soon if it passed). Returns 0, keeping nothing, when stopped.
   [[nodiscard]] virtual id at(clock::time_point when, handler h) = 0;
-  // Removes a registration whose handler has not started; returns whether it was removed.
+  // Removes a registration whose handler has not started (a read then reads nothing more into its
+  // buffer); returns whether it was removed.
   virtual bool cancel(id registration) = 0;
   // `fd` is about to be closed (no registration of it is pending): the loop lets go of it, so that
   // a descriptor opened later under the same number starts afresh.

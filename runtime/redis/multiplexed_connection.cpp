@@ -24,6 +24,16 @@ struct multiplexed_connection::call {
   bool outcome_unknown = true;
 };
 
+namespace {
+
+// The connection whose replies this thread is handing out (on_read): a call its handlers make
+// on it is written with the others they make, in one write once they all ran.
+thread_local const multiplexed_connection* delivering_here = nullptr;
+// Beyond this much, commands held back that way are written at once.
+constexpr std::size_t max_unsent = 64 * 1024;
+
+}  // namespace
+
 void multiplexed_connection::reader_deleter::operator()(redisReader* r) const noexcept { redisReaderFree(r); }
 
 multiplexed_connection::multiplexed_connection(const endpoint& where, store_loop& loop)
@@ -77,7 +87,7 @@ void multiplexed_connection::exchange(std::span<command> commands, std::span<rep
     lock.unlock();
     std::string failure;
     try {
-      read_some(arrived, /*wait=*/true);
+      read_some(arrived);
     } catch (const std::exception& e) {  // io_failure, or bad_alloc while parsing
       failure = e.what();
     }
@@ -118,7 +128,11 @@ void multiplexed_connection::async_exchange(std::span<command> commands, std::sp
       in_flight_.fetch_add(1, std::memory_order_relaxed);
       if (blocking) blocking_in_flight_.fetch_add(1, std::memory_order_relaxed);
       try {
-        send_locked(wire);
+        if (delivering_here == this && unsent_.size() + wire.size() <= max_unsent) {
+          unsent_ += wire;  // written by on_read once every handler of its batch ran
+        } else {
+          send_locked(wire);
+        }
         pass_reader_role_locked(finished);
       } catch (const io_failure& e) {
         placed->outcome_unknown = e.outcome_unknown();
@@ -139,8 +153,11 @@ void multiplexed_connection::pass_reader_role_locked(finished_calls& finished) {
   reading_ = true;
   try {
     const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
-    const event_loop::id armed =
-        loop_.when_readable(conn_.fd(), deadline, [self = shared_from_this()](event_loop::wake why) { self->on_readable(why); });
+    const event_loop::id armed = loop_.read_some(
+        conn_.fd(), std::span<char>(loop_buffer_), deadline,
+        [self = shared_from_this()](event_loop::wake why, std::size_t bytes, int error) {
+          self->on_read(why, bytes, error);
+        });
     if (armed == 0) {
       reading_ = false;
       break_locked("the store is being destroyed", finished);
@@ -151,16 +168,20 @@ void multiplexed_connection::pass_reader_role_locked(finished_calls& finished) {
   }
 }
 
-void multiplexed_connection::on_readable(event_loop::wake why) {
+void multiplexed_connection::on_read(event_loop::wake why, std::size_t bytes, int error) {
   std::deque<reply_ptr> arrived;
   std::string failure;
   if (why == event_loop::wake::stopped) {
     failure = "the store is being destroyed";
   } else if (why == event_loop::wake::timed_out) {
     failure = "receive: no reply within the command timeout of " + std::to_string(command_timeout_.count()) + " ms";
+  } else if (error != 0) {
+    failure = std::string("receive: ") + std::strerror(error);
+  } else if (bytes == 0) {
+    failure = "receive: the server closed the connection";
   } else {
     try {
-      read_some(arrived, /*wait=*/false);
+      parse(loop_buffer_.data(), bytes, arrived);
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -173,7 +194,21 @@ void multiplexed_connection::on_readable(event_loop::wake why) {
     if (!failure.empty()) break_locked(std::move(failure), finished);
     pass_reader_role_locked(finished);
   }
+  const multiplexed_connection* const outer = delivering_here;
+  delivering_here = this;
   answer(finished);
+  delivering_here = outer;
+  {
+    std::lock_guard lock(mutex_);
+    if (!unsent_.empty()) {
+      try {
+        send_locked(std::string());  // what the handlers asked for, in one write
+      } catch (const io_failure&) {
+        break_locked(failure_, finished);
+      }
+    }
+  }
+  answer(finished);  // the calls a failed write broke, if any
 }
 
 void multiplexed_connection::answer(finished_calls& finished) const {
@@ -202,7 +237,14 @@ bool multiplexed_connection::await_socket(short events, std::chrono::steady_cloc
   return ready > 0;
 }
 
-void multiplexed_connection::send_locked(const std::string& wire) {
+void multiplexed_connection::send_locked(const std::string& own) {
+  // Commands held back for a batch go first: the order of writes is the order of replies.
+  std::string batch;
+  if (!unsent_.empty()) {
+    unsent_ += own;
+    batch.swap(unsent_);
+  }
+  const std::string& wire = batch.empty() ? own : batch;
   const int fd = conn_.fd();
   const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
   std::size_t sent = 0;
@@ -222,26 +264,29 @@ void multiplexed_connection::send_locked(const std::string& wire) {
   }
 }
 
-void multiplexed_connection::read_some(std::deque<reply_ptr>& replies, bool wait) {
+void multiplexed_connection::read_some(std::deque<reply_ptr>& replies) {
   char buffer[16 * 1024];
   ssize_t n = 0;
   const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
   for (;;) {
-    n = ::recv(conn_.fd(), buffer, sizeof buffer, wait ? 0 : MSG_DONTWAIT);
+    n = ::recv(conn_.fd(), buffer, sizeof buffer, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (wait && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && await_socket(POLLIN, deadline)) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && await_socket(POLLIN, deadline)) continue;
     break;
   }
   if (n == 0) throw io_failure("receive: the server closed the connection");
   if (n < 0) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait) return;  // woken for nothing (a spurious readiness): the loop watches again
       throw io_failure("receive: no reply within the command timeout of " + std::to_string(command_timeout_.count()) +
                        " ms");
     }
     throw io_failure(std::string("receive: ") + std::strerror(errno));
   }
-  if (redisReaderFeed(parser_.get(), buffer, static_cast<std::size_t>(n)) != REDIS_OK) {
+  parse(buffer, static_cast<std::size_t>(n), replies);
+}
+
+void multiplexed_connection::parse(const char* bytes, std::size_t size, std::deque<reply_ptr>& replies) {
+  if (redisReaderFeed(parser_.get(), bytes, size) != REDIS_OK) {
     throw io_failure("receive: cannot buffer the reply");
   }
   for (;;) {
@@ -297,6 +342,7 @@ void multiplexed_connection::break_locked(std::string reason, finished_calls& fi
     }
   }
   waiting_.clear();
+  unsent_.clear();
   in_flight_.store(0, std::memory_order_relaxed);
   blocking_in_flight_.store(0, std::memory_order_relaxed);
 }

@@ -1,6 +1,7 @@
 // runtime/redis/multiplexed_connection.hpp — one command connection that many threads pipeline on.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -77,17 +78,21 @@ class multiplexed_connection : public std::enable_shared_from_this<multiplexed_c
   struct call;
   using finished_calls = std::vector<std::unique_ptr<call>>;  // asynchronous calls to answer, in order
   static std::string& format(std::span<command> commands);
-  void send_locked(const std::string& wire);
+  // Writes the commands held back, then `own`. Throws io_failure (failure_ says why).
+  void send_locked(const std::string& own);
   bool await_socket(short events, std::chrono::steady_clock::time_point deadline) const;
-  // One read; every complete reply it finished is appended to `replies`. `wait`: blocks up to the
-  // command timeout (a blocking reader), or reads only what arrived (the event loop). Throws io_failure.
-  void read_some(std::deque<reply_ptr>& replies, bool wait);
+  // One blocking read, up to the command timeout; every complete reply it finished is appended to
+  // `replies`. Throws io_failure.
+  void read_some(std::deque<reply_ptr>& replies);
+  // Feeds bytes read to the reply parser (the current reader's). Throws io_failure.
+  void parse(const char* bytes, std::size_t size, std::deque<reply_ptr>& replies);
   void deliver_locked(std::deque<reply_ptr>& replies, finished_calls& finished);
   void break_locked(std::string reason, finished_calls& finished);
   // Hands the reader role to the oldest waiting call when nobody holds it: a blocking caller is
   // woken, an asynchronous one makes the event loop watch the socket.
   void pass_reader_role_locked(finished_calls& finished);
-  void on_readable(event_loop::wake why);
+  // What the event loop read for the asynchronous calls (see event_loop::read_some).
+  void on_read(event_loop::wake why, std::size_t bytes, int error);
   // Answers `finished` outside the lock, in order.
   void answer(finished_calls& finished) const;
 
@@ -101,9 +106,11 @@ class multiplexed_connection : public std::enable_shared_from_this<multiplexed_c
     void operator()(redisReader* r) const noexcept;
   };
   std::unique_ptr<redisReader, reader_deleter> parser_;  // used by the current reader only
+  std::array<char, 16 * 1024> loop_buffer_{};  // what the event loop reads into, for the reader role
 
   std::mutex mutex_;
-  std::deque<call*> waiting_;  // written, not yet answered, in write order
+  std::deque<call*> waiting_;  // written (or held back in unsent_), not yet answered, in order
+  std::string unsent_;         // commands of asynchronous calls held back for one write
   bool reading_ = false;       // a caller, or the event loop, holds the reader role
   std::string failure_;        // why the connection broke
   std::chrono::steady_clock::time_point last_reply_;

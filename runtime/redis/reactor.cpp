@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -53,20 +54,22 @@ reactor::~reactor() {
   ::close(epoll_fd_);
 }
 
-reactor::id reactor::add_locked(int fd, clock::time_point deadline, handler h) {
+void reactor::arm_locked(int fd, id name) {
+  // One-shot: the descriptor reports once, then stays silent until it is armed again.
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.data.u64 = name;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
+    if (errno != ENOENT || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) fail("epoll_ctl");
+  }
+}
+
+reactor::id reactor::add_locked(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) {
   if (stopped_) return 0;
   if (!thread_.joinable()) thread_ = std::thread([self = shared_from_this()] { self->run_loop(); });
   const id name = next_id_++;
-  if (fd >= 0) {
-    // One-shot: the descriptor reports once, then stays silent until it is armed again.
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-    ev.data.u64 = name;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
-      if (errno != ENOENT || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) fail("epoll_ctl");
-    }
-  }
-  registered_.emplace(name, registration{std::move(h), fd, deadline});
+  if (fd >= 0) arm_locked(fd, name);
+  registered_.emplace(name, registration{std::move(h), fd, buffer, deadline});
   deadlines_.emplace(std::pair{deadline, name}, name);
   if (fd >= 0) ++descriptors_;
   const clock::time_point noticed = fd >= 0 ? deadline + descriptor_slack : deadline;
@@ -74,18 +77,18 @@ reactor::id reactor::add_locked(int fd, clock::time_point deadline, handler h) {
   return name;
 }
 
-reactor::id reactor::when_readable(int fd, clock::time_point deadline, handler h) {
+reactor::id reactor::read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) {
   std::lock_guard lock(mutex_);
-  return add_locked(fd, deadline, std::move(h));
+  return add_locked(fd, buffer, deadline, std::move(h));
 }
 
 reactor::id reactor::at(clock::time_point when, handler h) {
   std::lock_guard lock(mutex_);
-  return add_locked(-1, when, std::move(h));
+  return add_locked(-1, {}, when, [h = std::move(h)](wake why, std::size_t, int) { h(why); });
 }
 
 bool reactor::cancel(id registration_id) {
-  handler removed;  // destroyed outside the lock: it may own anything
+  read_handler removed;  // destroyed outside the lock: it may own anything
   std::lock_guard lock(mutex_);
   auto it = registered_.find(registration_id);
   if (it == registered_.end()) return false;
@@ -133,7 +136,7 @@ void reactor::stop() {
   }
   for (auto& [name, r] : left) {
     try {
-      r.run(wake::stopped);
+      r.run(wake::stopped, 0, 0);
     } catch (...) {
       // Each callback reports through its own operation.
     }
@@ -147,7 +150,13 @@ std::size_t reactor::threads() const {
 
 void reactor::run_loop() {
   std::array<epoll_event, 64> events{};
-  std::vector<std::pair<handler, wake>> due;
+  struct ready_call {
+    read_handler run;
+    wake why;
+    std::size_t bytes = 0;
+    int error = 0;
+  };
+  std::vector<ready_call> due;
   std::unique_lock lock(mutex_);
   while (!stopped_) {
     int timeout_ms = -1;
@@ -173,21 +182,35 @@ void reactor::run_loop() {
       }
       auto it = registered_.find(name);
       if (it == registered_.end()) continue;  // cancelled meanwhile
-      due.emplace_back(std::move(it->second.run), wake::ready);
+      registration& r = it->second;
+      ssize_t got = 0;
+      do {
+        got = ::recv(r.fd, r.buffer.data(), r.buffer.size(), MSG_DONTWAIT);
+      } while (got < 0 && errno == EINTR);
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        try {
+          arm_locked(r.fd, name);  // nothing after all: wait for the next report
+          continue;
+        } catch (const std::system_error& e) {
+          due.push_back({std::move(r.run), wake::ready, 0, e.code().value()});
+        }
+      } else {
+        due.push_back({std::move(r.run), wake::ready, got > 0 ? static_cast<std::size_t>(got) : 0, got < 0 ? errno : 0});
+      }
       forget_locked(it);
     }
     const clock::time_point now = clock::now();
     while (!deadlines_.empty() && deadlines_.begin()->first.first <= now) {
       auto it = registered_.find(deadlines_.begin()->second);
-      due.emplace_back(std::move(it->second.run), wake::timed_out);
+      due.push_back({std::move(it->second.run), wake::timed_out});
       forget_locked(it);
     }
     if (due.empty()) continue;
     sleeping_until_ = clock::time_point{};  // busy: registrations need not wake the thread
     lock.unlock();
-    for (auto& [run, why] : due) {
+    for (ready_call& c : due) {
       try {
-        run(why);
+        c.run(c.why, c.bytes, c.error);
       } catch (...) {
         // Each callback reports through its own operation; the reactor serves the others.
       }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -29,7 +30,7 @@ class reactor final : public event_loop, public std::enable_shared_from_this<rea
   reactor(const reactor&) = delete;
   reactor& operator=(const reactor&) = delete;
 
-  [[nodiscard]] id when_readable(int fd, clock::time_point deadline, handler h) override;
+  [[nodiscard]] id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) override;
   [[nodiscard]] id at(clock::time_point when, handler h) override;
   bool cancel(id registration) override;
   void forget(int fd) override;
@@ -44,11 +45,14 @@ class reactor final : public event_loop, public std::enable_shared_from_this<rea
 
  private:
   struct registration {
-    handler run;
+    read_handler run;
     int fd = -1;  // -1: a timer
+    std::span<char> buffer;
     clock::time_point deadline;
   };
-  id add_locked(int fd, clock::time_point deadline, handler h);
+  id add_locked(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h);
+  // Arms the one-shot readiness report of `fd` for registration `name`.
+  void arm_locked(int fd, id name);
   // Removes a registration from both indexes (its handler must have been moved out or be dropped).
   void forget_locked(std::unordered_map<id, registration>::iterator it);
   void run_loop();

@@ -24,10 +24,10 @@ store_loop::store_loop(std::shared_ptr<event_loop> external) : loop_(std::move(e
 
 store_loop::~store_loop() { stop(); }
 
-void store_loop::book::fire(const std::weak_ptr<book>& self, id name, wake why) {
+void store_loop::book::fire(const std::weak_ptr<book>& self, id name, wake why, std::size_t bytes, int error) {
   const std::shared_ptr<book> b = self.lock();
   if (b == nullptr) return;
-  handler run;
+  read_handler run;
   {
     std::lock_guard lock(b->mutex);
     auto it = b->entries.find(name);
@@ -39,7 +39,7 @@ void store_loop::book::fire(const std::weak_ptr<book>& self, id name, wake why) 
   const void* const outer = book_running_here;
   book_running_here = b.get();
   try {
-    run(why);
+    run(why, bytes, error);
   } catch (...) {
     // Each handler reports through its own operation.
   }
@@ -50,7 +50,7 @@ void store_loop::book::fire(const std::weak_ptr<book>& self, id name, wake why) 
 }
 
 template <class Register>
-store_loop::id store_loop::add(Register&& in_loop, handler h) {
+store_loop::id store_loop::add(Register&& in_loop, read_handler h) {
   id name = 0;
   {
     std::lock_guard lock(book_->mutex);
@@ -60,7 +60,9 @@ store_loop::id store_loop::add(Register&& in_loop, handler h) {
   }
   id inner = 0;
   try {
-    inner = in_loop([weak = std::weak_ptr<book>(book_), name](wake why) { book::fire(weak, name, why); });
+    inner = in_loop([weak = std::weak_ptr<book>(book_), name](wake why, std::size_t bytes, int error) {
+      book::fire(weak, name, why, bytes, error);
+    });
   } catch (...) {
     std::lock_guard lock(book_->mutex);
     book_->entries.erase(name);
@@ -76,16 +78,21 @@ store_loop::id store_loop::add(Register&& in_loop, handler h) {
   return name;
 }
 
-store_loop::id store_loop::when_readable(int fd, clock::time_point deadline, handler h) {
-  return add([&](handler wrapped) { return loop_->when_readable(fd, deadline, std::move(wrapped)); }, std::move(h));
+store_loop::id store_loop::read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) {
+  return add([&](read_handler wrapped) { return loop_->read_some(fd, buffer, deadline, std::move(wrapped)); },
+             std::move(h));
 }
 
 store_loop::id store_loop::at(clock::time_point when, handler h) {
-  return add([&](handler wrapped) { return loop_->at(when, std::move(wrapped)); }, std::move(h));
+  return add(
+      [&](read_handler wrapped) {
+        return loop_->at(when, [wrapped = std::move(wrapped)](wake why) { wrapped(why, 0, 0); });
+      },
+      [h = std::move(h)](wake why, std::size_t, int) { h(why); });
 }
 
 bool store_loop::cancel(id registration) {
-  handler dropped;  // destroyed outside the lock: it may own anything
+  read_handler dropped;  // destroyed outside the lock: it may own anything
   id inner = 0;
   {
     std::lock_guard lock(book_->mutex);
@@ -116,7 +123,7 @@ void store_loop::stop() {
   }
   for (auto& [name, entry] : left) {
     try {
-      entry.run(wake::stopped);
+      entry.run(wake::stopped, 0, 0);
     } catch (...) {
       // Each handler reports through its own operation.
     }

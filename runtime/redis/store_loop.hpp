@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 
 #include <idem/event_loop.hpp>
@@ -28,7 +29,7 @@ class store_loop final : public event_loop {
   store_loop(const store_loop&) = delete;
   store_loop& operator=(const store_loop&) = delete;
 
-  [[nodiscard]] id when_readable(int fd, clock::time_point deadline, handler h) override;
+  [[nodiscard]] id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) override;
   [[nodiscard]] id at(clock::time_point when, handler h) override;
   bool cancel(id registration) override;
   void forget(int fd) override;
@@ -40,7 +41,7 @@ class store_loop final : public event_loop {
 
  private:
   struct pending {
-    handler run;
+    read_handler run;
     id inner = 0;  // the loop's name for it (0 until the loop answered)
   };
   // Shared with the handlers registered in the loop, which may run after the store is gone.
@@ -52,10 +53,10 @@ class store_loop final : public event_loop {
     std::size_t running = 0;  // handlers running now, on the loop's threads
     bool stopped = false;
     // Runs the entry's handler if it is still pending.
-    static void fire(const std::weak_ptr<book>& self, id name, wake why);
+    static void fire(const std::weak_ptr<book>& self, id name, wake why, std::size_t bytes, int error);
   };
   template <class Register>
-  id add(Register&& in_loop, handler h);
+  id add(Register&& in_loop, read_handler h);
 
   std::shared_ptr<event_loop> loop_;
   reactor* own_ = nullptr;  // loop_ when it is the store's own
