@@ -21,22 +21,8 @@ in_flight=${IN_FLIGHT:-1,8,64,256}
 bench="$build/bench/redis/idem_bench_async_redis"
 [[ -x "$bench" ]] || { echo "async_run.sh: $bench not found; cmake --build $build --target idem_bench_async_redis" >&2; exit 1; }
 
-state=$(mktemp -d /tmp/idem-bench-async-redis.XXXXXXXX)
-cleanup() {
-  bash "$root/tests/support/redis-server.sh" stop "$state" >/dev/null 2>&1 || true
-  rm -f "$state/results.txt"
-  rmdir "$state" 2>/dev/null || true
-}
-trap cleanup EXIT
-bash "$root/tests/support/redis-server.sh" start "$state" >&2
-address=$(cat "$state/address")
-results="$state/results.txt"
-run=()
-case "${PIN:-1}" in
-  1) taskset -pc 0 "$(cat "$state/redis.pid")" >/dev/null; run=(taskset -c 0) ;;
-  split) taskset -pc 1 "$(cat "$state/redis.pid")" >/dev/null; run=(taskset -c 0) ;;
-esac
-: >"$results"
+source "$root/bench/redis/bench_server.sh"
+bench_server_start "${PIN:-1}"
 here="$root/bench/peers"
 if [[ "${PEERS:-1}" == 1 && ( ! -d "$here/node_modules/@aws-lambda-powertools/idempotency" || ! -d "$here/node_modules/@node-idempotency/core" ) ]]; then
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >&2)

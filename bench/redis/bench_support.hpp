@@ -18,11 +18,21 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include <idem/lease_token.hpp>
 
 namespace idem::bench {
 
 using clock_type = std::chrono::steady_clock;
+
+// What the benchmarks' guarded function returns, as the npm peers' does: {ok, order id, amount}.
+struct receipt {
+  bool ok = false;
+  std::string order_id;
+  long amount = 0;
+  NLOHMANN_DEFINE_TYPE_INTRUSIVE(receipt, ok, order_id, amount)
+};
 
 // One phase's measurement.
 struct sample {

@@ -64,12 +64,7 @@ using idem::bench::raw_client;
 using idem::bench::run_id;
 using idem::bench::sample;
 
-struct receipt {
-  bool ok = false;
-  std::string order_id;
-  long amount = 0;
-  NLOHMANN_DEFINE_TYPE_INTRUSIVE(receipt, ok, order_id, amount)
-};
+using idem::bench::receipt;
 
 struct settings {
   std::string host = "127.0.0.1";

@@ -28,25 +28,8 @@ if [[ ! -x "$bench" ]]; then
   exit 1
 fi
 
-state=$(mktemp -d /tmp/idem-bench-redis.XXXXXXXX)
-cleanup() {
-  bash "$root/tests/support/redis-server.sh" stop "$state" >/dev/null 2>&1 || true
-  rm -f "$state/results.txt"
-  rmdir "$state" 2>/dev/null || true
-}
-trap cleanup EXIT
-bash "$root/tests/support/redis-server.sh" start "$state" >&2
-address=$(cat "$state/address")
-results="$state/results.txt"
-run=()
-if [[ "${PIN:-0}" == 1 ]]; then
-  taskset -pc 0 "$(cat "$state/redis.pid")" >/dev/null
-  run=(taskset -c 0)
-elif [[ "${PIN:-0}" == split ]]; then
-  taskset -pc 1 "$(cat "$state/redis.pid")" >/dev/null
-  run=(taskset -c 0)
-fi
-: >"$results"
+source "$root/bench/redis/bench_server.sh"
+bench_server_start "${PIN:-0}"
 
 echo "# $(uname -m), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $(redis-server --version | cut -d' ' -f1-3)"
 echo "# $rounds rounds x $calls calls per phase; C++ threads 1 and $threads, Node calls in flight 1 and 8; PIN=${PIN:-0}"

@@ -142,10 +142,13 @@ TEST_CASE("on Redis, a duplicate cancelled while it waits ends with operation_ab
   CHECK(replay.value() == 7);
 }
 
-TEST_CASE("a Redis store destroyed with a duplicate waiting answers it store_unavailable_error") {
-  auto store = store_for("destroyed");
-  idem::engine engine{*store, idem::test::quiet_config()};
-  auto ctx = engine.make_context("Destroyed.redis", "k", {.wait = 20s});
+namespace {
+
+// A duplicate waits on `store` (its holder never finishes); then the store is destroyed. The wait
+// must be answered store_unavailable_error, whichever loop it waits on.
+void destroyed_with_a_waiter(std::unique_ptr<idem::redis_store> store) {
+  const idem::identity id("Destroyed.redis", "k");
+  const idem::context ctx = idem::redis_test::make_context(id, 20s);
   auto held = store->try_acquire(ctx);
   REQUIRE(std::holds_alternative<idem::acquired>(held));
   std::promise<std::exception_ptr> answered;
@@ -157,6 +160,12 @@ TEST_CASE("a Redis store destroyed with a duplicate waiting answers it store_una
   CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
 }
 
+}  // namespace
+
+TEST_CASE("a Redis store destroyed with a duplicate waiting answers it store_unavailable_error") {
+  destroyed_with_a_waiter(store_for("destroyed"));
+}
+
 TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate waiting, answers it store_unavailable_error") {
   asio::io_context io;
   auto work = asio::make_work_guard(io);
@@ -164,18 +173,7 @@ TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate 
   idem::redis_store_options options =
       idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("loop-gone"));
   options.event_loop = std::make_shared<idem::asio::event_loop>(io);
-  auto store = std::make_unique<idem::redis_store>(options);
-  const idem::identity id("Destroyed.loop", "k");
-  const idem::context ctx = idem::redis_test::make_context(id, 20s);
-  auto held = store->try_acquire(ctx);
-  REQUIRE(std::holds_alternative<idem::acquired>(held));
-  std::promise<std::exception_ptr> answered;
-  store->async_try_acquire(ctx, nullptr, [&](std::exception_ptr e, idem::acquire_result) { answered.set_value(e); });
-  REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
-  store.reset();
-  auto answer = answered.get_future();
-  REQUIRE(answer.wait_for(20s) == std::future_status::ready);
-  CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
+  destroyed_with_a_waiter(std::make_unique<idem::redis_store>(options));
   work.reset();
   runner.join();
 }
