@@ -132,6 +132,16 @@ class sqlite_store final : public store {
 
   std::size_t waiting() const noexcept override;
 
+  // The same three without blocking the caller, on two threads of the store's own (its calls
+  // are local and short): a duplicate's wait is a registration plus a timer, not a thread, and is
+  // woken by a completion or release through this store, at the holder's lease end, or for the
+  // re-check of a holder in another process. A thread's sqlite_transaction does not apply.
+  // Destroying the store answers the calls still waiting store_unavailable_error.
+  void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) override;
+  void async_complete(const identity& id, const lease_token& token, const payload& value,
+                      std::chrono::milliseconds ttl, async_done done) override;
+  void async_release(const identity& id, const lease_token& token, async_done done) override;
+
   std::string_view name() const noexcept override { return "sqlite_store"; }
 
   // The absolute file name SQLite opened.
@@ -139,6 +149,8 @@ class sqlite_store final : public store {
 
  private:
   struct state;
+  class acquire_attempts;
+  struct async_acquire;
   std::unique_ptr<state> state_;
 };
 

@@ -21,11 +21,22 @@ record_waiters::enrollment record_waiters::enroll(std::string record) {
 
 void record_waiters::notify(std::string_view record) {
   shard& s = shard_for(record);
-  std::lock_guard lock(s.mutex);
-  auto it = s.entries.find(record);
-  if (it == s.entries.end()) return;
-  ++it->second.generation;
-  it->second.changed.notify_all();
+  std::vector<std::pair<const void*, std::function<void()>>> due;
+  {
+    std::lock_guard lock(s.mutex);
+    auto it = s.entries.find(record);
+    if (it == s.entries.end()) return;
+    ++it->second.generation;
+    it->second.changed.notify_all();
+    due.swap(it->second.listeners);
+  }
+  for (auto& listener : due) {
+    try {
+      listener.second();
+    } catch (...) {
+      // A listener reports through its own operation.
+    }
+  }
 }
 
 std::size_t record_waiters::watched() const {
@@ -76,6 +87,23 @@ std::uint64_t record_waiters::enrollment::generation() const {
 bool record_waiters::enrollment::wait_until(std::uint64_t seen, std::chrono::steady_clock::time_point until) {
   std::unique_lock lock(shard_->mutex);
   return entry_->changed.wait_until(lock, until, [&] { return entry_->generation != seen; });
+}
+
+bool record_waiters::enrollment::notify_on_change(std::uint64_t seen, std::function<void()> on_change) {
+  std::lock_guard lock(shard_->mutex);
+  if (entry_->generation != seen) return false;
+  entry_->listeners.emplace_back(this, std::move(on_change));
+  return true;
+}
+
+void record_waiters::enrollment::cancel_notify() {
+  std::function<void()> dropped;  // destroyed outside the lock: it may own anything
+  std::lock_guard lock(shard_->mutex);
+  auto& listeners = entry_->listeners;
+  auto it = std::find_if(listeners.begin(), listeners.end(), [this](const auto& l) { return l.first == this; });
+  if (it == listeners.end()) return;
+  dropped = std::move(it->second);
+  listeners.erase(it);
 }
 
 }  // namespace idem::detail

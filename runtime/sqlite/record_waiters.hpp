@@ -15,6 +15,8 @@
 #include <idem/lease_token.hpp>
 #include <mutex>
 #include <string>
+#include <vector>
+#include <utility>
 #include <string_view>
 #include <unordered_map>
 
@@ -48,6 +50,8 @@ class record_waiters {
     std::condition_variable changed;
     std::uint64_t generation = 0;
     std::size_t waiters = 0;
+    // Asynchronous waiters to call at the next notify(), by enrollment.
+    std::vector<std::pair<const void*, std::function<void()>>> listeners;
   };
   struct string_hash {
     using is_transparent = void;
@@ -87,6 +91,12 @@ class record_waiters::enrollment {
 
   // Blocks until the generation differs from `seen` (returns true) or `until` passes (false).
   bool wait_until(std::uint64_t seen, std::chrono::steady_clock::time_point until);
+  // The same without blocking: `on_change` is called once, by the notifying thread (without the
+  // lock), when the generation moves. Returns false, registering nothing, when it differs from
+  // `seen` already. One registration per enrollment at a time.
+  [[nodiscard]] bool notify_on_change(std::uint64_t seen, std::function<void()> on_change);
+  // Drops the registration if it was not called yet (it may be running now: callers guard).
+  void cancel_notify();
 
  private:
   friend class record_waiters;

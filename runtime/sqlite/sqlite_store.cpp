@@ -25,9 +25,12 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <unordered_set>
 #include <variant>
 
 #include <idem/detail/attributes_codec.hpp>
+#include "../core/blocking_pool.hpp"
+#include "../core/timer_queue.hpp"
 #include "record_waiters.hpp"
 #include "sqlite_connection.hpp"
 
@@ -251,6 +254,16 @@ struct sqlite_store::state {
   // Shared with after_commit callbacks, which may run after the store is gone.
   std::shared_ptr<detail::record_waiters> waiters = std::make_shared<detail::record_waiters>();
 
+  // Asynchronous try_acquire calls that have not answered, for the destructor to answer.
+  std::mutex pending_mutex;
+  std::unordered_set<std::shared_ptr<async_acquire>> pending;
+  bool stopping = false;
+  // Last, so that they go first: what their tasks use is still there.
+  detail::timer_queue timers;        // an asynchronous wait's time
+  detail::blocking_pool workers{2};  // asynchronous calls' looks, claims, completions, releases
+
+  ~state();
+
   [[noreturn]] void unavailable(std::string_view operation, const identity* id, std::string_view why) const {
     std::string text = id != nullptr ? describe(operation, *id) : "sqlite_store: cannot " + std::string(operation);
     text += ": ";
@@ -357,32 +370,77 @@ std::size_t sqlite_store::waiting() const noexcept {
   return state_->waiting.get();
 }
 
-acquire_result sqlite_store::try_acquire(const context& ctx) {
-  state& s = *state_;
-  const steady::time_point deadline = deadline_after(ctx.wait);
-  const record_key key(ctx.id);
-
-  // Looks at the record without the write lock.
-  auto look = [&]() -> verdict {
-    detail::connection_pool::loan c = s.pool.borrow(deadline_after(s.options.busy_timeout));
-    std::optional<stored_record> row = read_record(*c, key, ctx.id);
-    return judge(std::move(row), ctx, clock_ms());
+// One try_acquire's looks and claims: next() looks (and claims a claimable record) and answers, or
+// says until when to wait for the record to change; the blocking and the asynchronous entry
+// points wait their own way and call next() again. Wakes on a completion or release through this
+// store, at the lease's expiry (to steal it), or, when the holder is not this store's, to
+// re-check for a holder elsewhere (growing back-off). Throws sqlite_failure.
+class sqlite_store::acquire_attempts {
+ public:
+  struct wait_for {
+    std::uint64_t seen;  // the generation the wait must see move
+    steady::time_point until;
   };
+  using step = std::variant<acquire_result, wait_for>;
+
+  acquire_attempts(state& s, const context& ctx, steady::time_point deadline)
+      : s_(s), ctx_(ctx), deadline_(deadline), key_(ctx.id), enrolled_(s.waiters->enroll(key_.waiter_name())),
+        counted_(s.waiting), backoff_(s.options.recheck_initial) {}
+
+  // Blocking, and short: one read, and a write transaction for a claimable record.
+  step next() {
+    const std::uint64_t seen = enrolled_.generation();
+    verdict v = look();
+    if (std::holds_alternative<claimable>(v)) {
+      claim_result c = claim();
+      if (auto* a = std::get_if<acquired>(&c)) return acquire_result{*a};
+      if (std::holds_alternative<lock_busy>(c)) return acquire_result{in_flight{milliseconds(0)}};
+      v = std::move(std::get<verdict>(c));
+    }
+    if (auto* d = std::get_if<duplicate>(&v)) return acquire_result{std::move(*d)};
+    if (auto* m = std::get_if<fingerprint_mismatch>(&v)) return acquire_result{std::move(*m)};
+    const held* h = std::get_if<held>(&v);
+    const milliseconds remaining = h != nullptr ? h->remaining : milliseconds(0);
+    const steady::time_point now = steady::now();
+    if (now >= deadline_) return acquire_result{in_flight{remaining}};
+    const bool local_holder = h != nullptr && s_.waiters->holds(h->token);
+    const steady::time_point wake = std::min({deadline_, saturating_add(now, remaining + milliseconds(1)),
+                                              local_holder ? steady::time_point::max() : saturating_add(now, backoff_)});
+    // Enrolled before the look: a completion through this store from the look on moves the
+    // generation, so the wait returns at once for it.
+    counted_.begin();
+    return wait_for{seen, wake};
+  }
+
+  // The wait ended: `notified` when the generation moved, false when its time came.
+  void woken(bool notified) {
+    if (!notified) backoff_ = std::min(backoff_ * 2, s_.options.recheck_max);
+  }
+
+  detail::record_waiters::enrollment& enrollment() noexcept { return enrolled_; }
+
+ private:
+  // Looks at the record without the write lock.
+  verdict look() {
+    detail::connection_pool::loan c = s_.pool.borrow(deadline_after(s_.options.busy_timeout));
+    std::optional<stored_record> row = read_record(*c, key_, ctx_.id);
+    return judge(std::move(row), ctx_, clock_ms());
+  }
 
   // Claims a record that looked claimable, or reports what holds it now.
-  auto claim = [&]() -> claim_result {
+  claim_result claim() {
     const lease_token token = lease_token::generate();
-    if (sqlite_transaction* tx = own_transaction(s.filename);
+    if (sqlite_transaction* tx = own_transaction(s_.filename);
         tx != nullptr && sqlite3_txn_state(tx->connection(), "main") != SQLITE_TXN_NONE) {
       // The caller's transaction on this file has begun reading or writing: a claim committed
       // elsewhere now would make its writes fail (stale snapshot) or wait for its own lock, so
       // the claim is written inside it and becomes visible with its commit.
       sqlite3* db = tx->connection();
       const std::int64_t now = clock_ms();
-      bound_statement up(db, statement::claim, s.options.table, "claim the record in the caller's transaction");
+      bound_statement up(db, statement::claim, s_.options.table, "claim the record in the caller's transaction");
       int changed = 0;
       try {
-        changed = run_claim(up, key, ctx, token, now);
+        changed = run_claim(up, key_, ctx_, token, now);
       } catch (const sqlite_failure& f) {
         if (f.code() == SQLITE_BUSY_SNAPSHOT)
           throw sqlite_failure(f.code(),
@@ -393,57 +451,47 @@ acquire_result sqlite_store::try_acquire(const context& ctx) {
         throw;
       }
       if (changed == 1) {
-        s.waiters->hold(token, ctx.lease);
+        s_.waiters->hold(token, ctx_.lease);
         return acquired{token};
       }
-      bound_statement again(db, statement::select_record, s.options.table, "read the record");
-      return judge(read_record(again, key, ctx.id), ctx, now);
+      bound_statement again(db, statement::select_record, s_.options.table, "read the record");
+      return judge(read_record(again, key_, ctx_.id), ctx_, now);
     }
-    write_transaction tx(s.writer, s.pool, s.options.busy_timeout,
-                         std::max(deadline, deadline_after(s.options.min_claim_lock_wait)), "begin the claim");
+    write_transaction tx(s_.writer, s_.pool, s_.options.busy_timeout,
+                         std::max(deadline_, deadline_after(s_.options.min_claim_lock_wait)), "begin the claim");
     if (!tx.locked()) return lock_busy{};
     const std::int64_t now = clock_ms();
     int changed = 0;
     {
       bound_statement up(tx.connection(), statement::claim);
-      changed = run_claim(up, key, ctx, token, now);
+      changed = run_claim(up, key_, ctx_, token, now);
     }
     if (changed == 1) {
       tx.commit("commit the claim");
-      s.waiters->hold(token, ctx.lease);
+      s_.waiters->hold(token, ctx_.lease);
       return acquired{token};
     }
-    return judge(read_record(tx.connection(), key, ctx.id), ctx, now);
-  };
+    return judge(read_record(tx.connection(), key_, ctx_.id), ctx_, now);
+  }
 
+  state& s_;
+  const context& ctx_;
+  const steady::time_point deadline_;
+  const record_key key_;
+  detail::record_waiters::enrollment enrolled_;
+  detail::waiter_count::scope counted_;
+  milliseconds backoff_;
+};
+
+acquire_result sqlite_store::try_acquire(const context& ctx) {
+  state& s = *state_;
   try {
-    detail::record_waiters::enrollment enrolled = s.waiters->enroll(key.waiter_name());
-    detail::waiter_count::scope counted(s.waiting);
-    milliseconds backoff = s.options.recheck_initial;
+    acquire_attempts attempts(s, ctx, deadline_after(ctx.wait));
     for (;;) {
-      const std::uint64_t seen = enrolled.generation();
-      verdict v = look();
-      if (std::holds_alternative<claimable>(v)) {
-        claim_result c = claim();
-        if (auto* a = std::get_if<acquired>(&c)) return *a;
-        if (std::holds_alternative<lock_busy>(c)) return in_flight{milliseconds(0)};
-        v = std::move(std::get<verdict>(c));
-      }
-      if (auto* d = std::get_if<duplicate>(&v)) return std::move(*d);
-      if (auto* m = std::get_if<fingerprint_mismatch>(&v)) return std::move(*m);
-      const held* h = std::get_if<held>(&v);
-      const milliseconds remaining = h != nullptr ? h->remaining : milliseconds(0);
-      const steady::time_point now = steady::now();
-      if (now >= deadline) return in_flight{remaining};
-      // Wake on a completion or release through this store, at the lease's expiry (to steal
-      // it), or, when the holder is not this store's, to re-check for a holder elsewhere.
-      const bool local_holder = h != nullptr && s.waiters->holds(h->token);
-      const steady::time_point wake = std::min({deadline, saturating_add(now, remaining + milliseconds(1)),
-                                                local_holder ? steady::time_point::max() : saturating_add(now, backoff)});
-      // Enrolled before the look: a completion through this store from the look on moves the
-      // generation, so the wait below returns at once for it.
-      counted.begin();
-      if (!enrolled.wait_until(seen, wake)) backoff = std::min(backoff * 2, s.options.recheck_max);
+      acquire_attempts::step next = attempts.next();
+      if (auto* answer = std::get_if<acquire_result>(&next)) return std::move(*answer);
+      const auto& wait = std::get<acquire_attempts::wait_for>(next);
+      attempts.woken(attempts.enrollment().wait_until(wait.seen, wait.until));
     }
   } catch (const sqlite_failure& f) {
     s.unavailable("try_acquire", &ctx.id, f.what());
@@ -659,6 +707,210 @@ bool sqlite_store::extend_in_transaction(const identity& id, const lease_token& 
     });
   }
   return extended;
+}
+
+}  // namespace idem
+
+// --- asynchronous calls ---------------------------------------------------------------------------
+
+namespace idem {
+
+// One asynchronous try_acquire: attempts (acquire_attempts::next) on the store's workers, waits as
+// a registration on the record's waiters plus a timer. Every step but the attempt itself runs under
+// `mutex`; a `generation` tells a wake-up that is still current from one that lost the race.
+struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire> {
+  async_acquire(sqlite_store& store, const context& c, cancellation* cancel_request,
+                async_handler<acquire_result> handler)
+      : owner(store), s(*store.state_), ctx(c), cancel(cancel_request), done(std::move(handler)),
+        deadline(deadline_after(ctx.wait)) {}
+
+  sqlite_store& owner;
+  state& s;
+  const context ctx;  // a copy: the caller's may be gone before the answer
+  cancellation* const cancel;
+  async_handler<acquire_result> done;
+  const steady::time_point deadline;
+
+  std::mutex mutex;
+  bool finished = false;
+  bool attempting = false;  // an attempt runs now, outside the lock: `attempts` must stay
+  std::optional<acquire_attempts> attempts;
+  detail::timer_queue::timer timer;
+  std::uint64_t generation = 0;
+
+  bool cancellable() const { return cancel != nullptr && ctx.wait > milliseconds(0); }
+
+  void start() {
+    if (cancellable()) {
+      const bool installed = cancel->install([weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->end_early(std::make_exception_ptr(operation_cancelled()));
+      });
+      if (!installed) {
+        done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+        return;
+      }
+    }
+    {
+      std::lock_guard lock(s.pending_mutex);
+      if (!s.stopping) s.pending.insert(shared_from_this());
+    }
+    post_attempt();
+  }
+
+  void post_attempt() {
+    try {
+      s.workers.post([self = shared_from_this()] { self->attempt(); });
+    } catch (...) {
+      end_early(std::current_exception());
+    }
+  }
+
+  // On a worker: one look (and claim), then the answer or the next wait.
+  void attempt() {
+    {
+      std::lock_guard lock(mutex);
+      if (finished) return;
+      attempting = true;
+    }
+    std::exception_ptr error;
+    acquire_attempts::step next{acquire_result{in_flight{}}};
+    try {
+      if (!attempts) attempts.emplace(s, ctx, deadline);
+      next = attempts->next();
+    } catch (const sqlite_failure& f) {
+      try {
+        s.unavailable("try_acquire", &ctx.id, f.what());
+      } catch (...) {
+        error = std::current_exception();
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::unique_lock lock(mutex);
+    attempting = false;
+    if (finished) {  // cancelled, or the store is going: a record claimed meanwhile is given back
+      attempts.reset();
+      lock.unlock();
+      auto* answer = std::get_if<acquire_result>(&next);
+      auto* got = answer != nullptr ? std::get_if<acquired>(answer) : nullptr;
+      if (got != nullptr && error == nullptr) release_quietly(got->token);
+      return;
+    }
+    if (error) return finish(lock, std::move(error), acquire_result{in_flight{}});
+    if (auto* answer = std::get_if<acquire_result>(&next)) return finish(lock, nullptr, std::move(*answer));
+    const auto wait = std::get<acquire_attempts::wait_for>(next);
+    const std::uint64_t current = ++generation;
+    auto self = shared_from_this();
+    if (!attempts->enrollment().notify_on_change(wait.seen, [self, current] { self->woken(current, true); })) {
+      attempts->woken(true);  // it moved already
+      lock.unlock();
+      post_attempt();
+      return;
+    }
+    try {
+      timer = s.timers.schedule(wait.until, [self, current] { self->woken(current, false); });
+    } catch (...) {
+      finish(lock, std::current_exception(), acquire_result{in_flight{}});
+    }
+  }
+
+  // The record changed (`notified`) or the wait's time came.
+  void woken(std::uint64_t which, bool notified) {
+    {
+      std::lock_guard lock(mutex);
+      if (finished || which != generation) return;
+      ++generation;  // the other of the two is stale now
+      stop_waiting_locked();
+      attempts->woken(notified);
+    }
+    post_attempt();
+  }
+
+  // Cancelled, or the store is going.
+  void end_early(std::exception_ptr why) {
+    std::unique_lock lock(mutex);
+    if (finished) return;
+    finish(lock, std::move(why), acquire_result{in_flight{}});
+  }
+
+  void stop_waiting_locked() {
+    if (timer) s.timers.cancel(timer);
+    timer = {};
+    if (attempts) attempts->enrollment().cancel_notify();
+  }
+
+  // Ends the call: called with the lock held, answers without it.
+  void finish(std::unique_lock<std::mutex>& lock, std::exception_ptr error, acquire_result result) {
+    finished = true;
+    ++generation;
+    stop_waiting_locked();
+    if (!attempting) attempts.reset();  // else the attempt running now lets go of it
+    lock.unlock();
+    std::shared_ptr<async_acquire> keep = shared_from_this();
+    {
+      std::lock_guard pending_lock(s.pending_mutex);
+      s.pending.erase(keep);
+    }
+    if (cancellable()) cancel->clear();
+    done(std::move(error), std::move(result));
+  }
+
+  // A store being destroyed keeps the record in progress until its lease expires.
+  void release_quietly(const lease_token& token) {
+    {
+      std::lock_guard lock(s.pending_mutex);
+      if (s.stopping) return;
+    }
+    try {
+      owner.release(ctx.id, token);
+    } catch (...) {
+      // It stays in progress until its lease expires.
+    }
+  }
+};
+
+sqlite_store::state::~state() {
+  std::unordered_set<std::shared_ptr<async_acquire>> left;
+  {
+    std::lock_guard lock(pending_mutex);
+    stopping = true;
+    left.swap(pending);
+  }
+  timers.stop();  // drops the waits' timers: they are answered here
+  for (const auto& op : left) {
+    op->end_early(std::make_exception_ptr(store_unavailable_error(
+        describe("try_acquire", op->ctx.id) + ": the store was destroyed while the caller waited", "try_acquire",
+        op->ctx.id.to_string())));
+  }
+}
+
+void sqlite_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
+  std::make_shared<async_acquire>(*this, ctx, cancel, std::move(done))->start();
+}
+
+void sqlite_store::async_complete(const identity& id, const lease_token& token, const payload& value,
+                                  milliseconds ttl, async_done done) {
+  state_->workers.post([this, id, token, value, ttl, done = std::move(done)] {
+    std::exception_ptr error;
+    try {
+      complete(id, token, value, ttl);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(std::move(error));  // moved: the caller's thread holds the error's last reference
+  });
+}
+
+void sqlite_store::async_release(const identity& id, const lease_token& token, async_done done) {
+  state_->workers.post([this, id, token, done = std::move(done)] {
+    std::exception_ptr error;
+    try {
+      release(id, token);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(std::move(error));
+  });
 }
 
 }  // namespace idem
