@@ -70,4 +70,16 @@ void blocking_pool::run() {
   }
 }
 
+void blocking_pool::run_and_report(std::function<void()> operation, std::function<void(std::exception_ptr)> done) {
+  post([operation = std::move(operation), done = std::move(done)] {
+    std::exception_ptr error;
+    try {
+      operation();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    done(std::move(error));
+  });
+}
+
 }  // namespace idem::detail

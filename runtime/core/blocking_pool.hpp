@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -31,6 +32,11 @@ class blocking_pool {
   // The process's pool for stores without asynchronous operations of their own: at most 32
   // threads, since a duplicate's wait occupies one for as long as it waits. Never destroyed.
   static blocking_pool& shared();
+
+  // Queues `operation` (a blocking store call) and reports how it ended to `done` (null: it
+  // returned), from the pool's thread. The error is handed over by move, so that the caller's
+  // side holds its last reference. Throws like post().
+  void run_and_report(std::function<void()> operation, std::function<void(std::exception_ptr)> done);
 
  private:
   void run();

@@ -80,27 +80,12 @@ void store::async_try_acquire(const context& ctx, cancellation* cancel, async_ha
 
 void store::async_complete(const identity& id, const lease_token& token, const payload& value,
                            std::chrono::milliseconds ttl, async_done done) {
-  detail::blocking_pool::shared().post([this, id, token, value, ttl, done = std::move(done)] {
-    std::exception_ptr error;
-    try {
-      complete(id, token, value, ttl);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    done(std::move(error));
-  });
+  detail::blocking_pool::shared().run_and_report([this, id, token, value, ttl] { complete(id, token, value, ttl); },
+                                                 std::move(done));
 }
 
 void store::async_release(const identity& id, const lease_token& token, async_done done) {
-  detail::blocking_pool::shared().post([this, id, token, done = std::move(done)] {
-    std::exception_ptr error;
-    try {
-      release(id, token);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    done(std::move(error));
-  });
+  detail::blocking_pool::shared().run_and_report([this, id, token] { release(id, token); }, std::move(done));
 }
 
 }  // namespace idem

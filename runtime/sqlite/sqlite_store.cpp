@@ -890,27 +890,11 @@ void sqlite_store::async_try_acquire(const context& ctx, cancellation* cancel, a
 
 void sqlite_store::async_complete(const identity& id, const lease_token& token, const payload& value,
                                   milliseconds ttl, async_done done) {
-  state_->workers.post([this, id, token, value, ttl, done = std::move(done)] {
-    std::exception_ptr error;
-    try {
-      complete(id, token, value, ttl);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    done(std::move(error));  // moved: the caller's thread holds the error's last reference
-  });
+  state_->workers.run_and_report([this, id, token, value, ttl] { complete(id, token, value, ttl); }, std::move(done));
 }
 
 void sqlite_store::async_release(const identity& id, const lease_token& token, async_done done) {
-  state_->workers.post([this, id, token, done = std::move(done)] {
-    std::exception_ptr error;
-    try {
-      release(id, token);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    done(std::move(error));
-  });
+  state_->workers.run_and_report([this, id, token] { release(id, token); }, std::move(done));
 }
 
 }  // namespace idem

@@ -75,20 +75,7 @@ TEST_CASE("1,000 coroutines on one thread: 500 keys twice at once, each action 5
   idem::engine engine{store, quiet_config()};
   const burst_result few = burst(engine, 5, "Burst.few");
   const burst_result many = burst(engine, 500, "Burst.many");
-
-  CHECK(many.executions == 500);  // exactly once per key
-  CHECK(many.executed == 500);
-  CHECK(many.replayed == 500);    // every duplicate waited in the store and got the replay
-  CHECK(many.other == 0);
-  // Every action was running at the same time on the one thread: none waited for another.
-  CHECK(many.peak_running == 500);
-  CHECK(few.peak_running == 5);
-  // The same threads serve 10 calls and 1,000.
-  CHECK(many.peak_threads == few.peak_threads);
-  CHECK(store.waiting() == 0);
-  WARN("1,000 calls on one io_context thread took " << many.took.count() << " ms (a blocking loop: 25 s); "
-                                                    << many.peak_threads << " threads with 1,000 calls, "
-                                                    << few.peak_threads << " with 10");
+  idem::test::check_burst(few, many, store, "on the memory store");
 }
 
 TEST_CASE("async_execute keeps execute's semantics: replay decoded, in flight, throw releases, listeners once") {

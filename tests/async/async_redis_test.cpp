@@ -58,19 +58,7 @@ void burst_on_redis(bool on_loop) {
   REQUIRE(warm.executions == 50);
   const burst_result few = burst(io, engine, 5, "Burst.few");
   const burst_result many = burst(io, engine, 500, "Burst.many");
-
-  CHECK(many.executions == 500);  // exactly once per key
-  CHECK(many.executed == 500);
-  CHECK(many.replayed == 500);  // every duplicate waited on pub/sub and got the replay
-  CHECK(many.other == 0);
-  CHECK(many.peak_running == 500);  // all actions at once on the one thread: none waited for another
-  CHECK(few.peak_running == 5);
-  CHECK(many.peak_threads == few.peak_threads);  // the same threads serve 10 calls and 1,000
-  CHECK(store->waiting() == 0);
-  WARN("1,000 calls on Redis on one io_context thread" << (on_loop ? " (replies read on it)" : "") << " took "
-                                                        << many.took.count() << " ms (a blocking loop: 25 s); "
-                                                        << many.peak_threads << " threads with 1,000 calls, "
-                                                        << few.peak_threads << " with 10");
+  idem::test::check_burst(few, many, *store, on_loop ? "on Redis (replies read on the io_context)" : "on Redis");
 }
 
 }  // namespace
@@ -142,28 +130,8 @@ TEST_CASE("on Redis, a duplicate cancelled while it waits ends with operation_ab
   CHECK(replay.value() == 7);
 }
 
-namespace {
-
-// A duplicate waits on `store` (its holder never finishes); then the store is destroyed. The wait
-// must be answered store_unavailable_error, whichever loop it waits on.
-void destroyed_with_a_waiter(std::unique_ptr<idem::redis_store> store) {
-  const idem::identity id("Destroyed.redis", "k");
-  const idem::context ctx = idem::redis_test::make_context(id, 20s);
-  auto held = store->try_acquire(ctx);
-  REQUIRE(std::holds_alternative<idem::acquired>(held));
-  std::promise<std::exception_ptr> answered;
-  store->async_try_acquire(ctx, nullptr, [&](std::exception_ptr e, idem::acquire_result) { answered.set_value(e); });
-  REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
-  store.reset();
-  auto answer = answered.get_future();
-  REQUIRE(answer.wait_for(20s) == std::future_status::ready);
-  CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
-}
-
-}  // namespace
-
 TEST_CASE("a Redis store destroyed with a duplicate waiting answers it store_unavailable_error") {
-  destroyed_with_a_waiter(store_for("destroyed"));
+  idem::test::check_destroyed_with_a_waiter(store_for("destroyed"), "Destroyed.redis");
 }
 
 TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate waiting, answers it store_unavailable_error") {
@@ -173,7 +141,7 @@ TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate 
   idem::redis_store_options options =
       idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("loop-gone"));
   options.event_loop = std::make_shared<idem::asio::event_loop>(io);
-  destroyed_with_a_waiter(std::make_unique<idem::redis_store>(options));
+  idem::test::check_destroyed_with_a_waiter(std::make_unique<idem::redis_store>(options), "Destroyed.loop");
   work.reset();
   runner.join();
 }

@@ -47,18 +47,7 @@ TEST_CASE("1,000 coroutines on one thread on SQLite: 500 keys twice at once, eac
   REQUIRE(warm.executions == 20);
   const burst_result few = burst(engine, 5, "Burst.few");
   const burst_result many = burst(engine, 500, "Burst.many");
-
-  CHECK(many.executions == 500);  // exactly once per key
-  CHECK(many.executed == 500);
-  CHECK(many.replayed == 500);  // every duplicate waited in the store and got the replay
-  CHECK(many.other == 0);
-  CHECK(many.peak_running == 500);  // all actions at once on the one thread: none waited for another
-  CHECK(few.peak_running == 5);
-  CHECK(many.peak_threads == few.peak_threads);  // the same threads serve 10 calls and 1,000
-  CHECK(store.waiting() == 0);
-  WARN("1,000 calls on SQLite on one io_context thread took " << many.took.count() << " ms (a blocking loop: 25 s); "
-                                                              << many.peak_threads << " threads with 1,000 calls, "
-                                                              << few.peak_threads << " with 10");
+  idem::test::check_burst(few, many, store, "on SQLite");
 }
 
 TEST_CASE("on SQLite, a duplicate cancelled while it waits ends with operation_cancelled and changes nothing") {
@@ -86,17 +75,5 @@ TEST_CASE("on SQLite, a duplicate cancelled while it waits ends with operation_c
 
 TEST_CASE("a SQLite store destroyed with a duplicate waiting answers it store_unavailable_error") {
   temporary_database db;
-  auto store = std::make_unique<idem::sqlite_store>(db.file());
-  const idem::identity id("Destroyed.sqlite", "k");
-  idem::context ctx{.id = id, .ttl = 1h, .lease = 30s, .wait = 20s};
-  ctx.validate();
-  auto held = store->try_acquire(ctx);
-  REQUIRE(std::holds_alternative<idem::acquired>(held));
-  std::promise<std::exception_ptr> answered;
-  store->async_try_acquire(ctx, nullptr, [&](std::exception_ptr e, idem::acquire_result) { answered.set_value(e); });
-  REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
-  store.reset();
-  auto answer = answered.get_future();
-  REQUIRE(answer.wait_for(20s) == std::future_status::ready);
-  CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
+  idem::test::check_destroyed_with_a_waiter(std::make_unique<idem::sqlite_store>(db.file()), "Destroyed.sqlite");
 }

@@ -1,12 +1,19 @@
-// tests/async/burst.hpp — what the "1,000 coroutines on one thread" cases share: a burst of
-// duplicate calls on one io_context thread, and the process's thread count.
+// tests/async/burst.hpp — what the asynchronous cases of every store share: a burst of duplicate
+// calls on one io_context thread and what it must show, the process's thread count, and a store
+// destroyed with a duplicate waiting.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <string>
+#include <variant>
+
+#include <catch2/catch.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -17,6 +24,8 @@
 
 #include <idem/asio.hpp>
 #include <idem/idem.hpp>
+
+#include "support/eventually.hpp"
 
 namespace idem::test {
 
@@ -106,6 +115,41 @@ inline burst_result burst(boost::asio::io_context& io, idem::engine& engine, int
 inline burst_result burst(idem::engine& engine, int keys, const std::string& scope) {
   boost::asio::io_context io;
   return burst(io, engine, keys, scope);
+}
+
+// What 500 keys called twice at once (`many`) must show beside 5 (`few`): each key executed once,
+// every duplicate answered with the replay, all actions running at once on the one thread (none
+// waited for another), the same threads for 10 calls as for 1,000, and no waiter left.
+inline void check_burst(const burst_result& few, const burst_result& many, const idem::store& store,
+                        const std::string& where) {
+  CHECK(many.executions == 500);
+  CHECK(many.executed == 500);
+  CHECK(many.replayed == 500);
+  CHECK(many.other == 0);
+  CHECK(many.peak_running == 500);
+  CHECK(few.peak_running == 5);
+  CHECK(many.peak_threads == few.peak_threads);
+  CHECK(store.waiting() == 0);
+  WARN("1,000 calls " << where << " on one io_context thread took " << many.took.count()
+                      << " ms (a blocking loop: 25 s); " << many.peak_threads << " threads with 1,000 calls, "
+                      << few.peak_threads << " with 10");
+}
+
+// A duplicate waits on `store` (its holder never finishes); then the store is destroyed: the wait
+// must be answered store_unavailable_error.
+inline void check_destroyed_with_a_waiter(std::unique_ptr<idem::store> store, const std::string& scope) {
+  using namespace std::chrono_literals;
+  idem::context ctx{.id = idem::identity(scope, "k"), .ttl = 1h, .lease = 30s, .wait = 20s};
+  ctx.validate();
+  auto held = store->try_acquire(ctx);
+  REQUIRE(std::holds_alternative<idem::acquired>(held));
+  std::promise<std::exception_ptr> answered;
+  store->async_try_acquire(ctx, nullptr, [&](std::exception_ptr e, idem::acquire_result) { answered.set_value(e); });
+  REQUIRE(idem::test::eventually([&] { return store->waiting() == 1; }, 20s));
+  store.reset();
+  auto answer = answered.get_future();
+  REQUIRE(answer.wait_for(20s) == std::future_status::ready);
+  CHECK_THROWS_AS(std::rethrow_exception(answer.get()), idem::store_unavailable_error);
 }
 
 }  // namespace idem::test
