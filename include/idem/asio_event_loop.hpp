@@ -33,8 +33,8 @@ namespace idem::asio {
 
 // idem::asio::event_loop
 //
-// Reads are the io_context's own (async_read_some on a descriptor registered once, until
-// forget()), times are steady_timers; read deadlines are checked by one timer every 50 ms while
+// Reads and readiness waits are the io_context's own (async_read_some and async_wait on a
+// descriptor registered once, until forget()), times are steady_timers; read deadlines are checked by one timer every 50 ms while
 // any read is pending. Thread-safe; create it with std::make_shared.
 class event_loop final : public idem::event_loop, public std::enable_shared_from_this<event_loop> {
  public:
@@ -49,24 +49,32 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
 
   [[nodiscard]] id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) override {
     std::lock_guard lock(mutex_);
-    auto& d = descriptors_[fd];
-    if (d == nullptr) {
-      try {
-        d = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd);
-      } catch (...) {
-        descriptors_.erase(fd);
-        throw;
-      }
-    }
+    auto& d = descriptor_locked(fd);
     const id name = next_++;
     entries_.emplace(name, entry{std::move(h), fd, deadline, nullptr});
     ++watching_;
-    d->async_read_some(boost::asio::buffer(buffer.data(), buffer.size()),
+    d.async_read_some(boost::asio::buffer(buffer.data(), buffer.size()),
                        [weak = weak_from_this(), name](const boost::system::error_code& ec, std::size_t bytes) {
                          if (ec == boost::asio::error::operation_aborted) return;  // cancelled: answered already
                          const int error = !ec || ec == boost::asio::error::eof ? 0 : ec.value();
                          fire(weak, name, wake::ready, ec ? 0 : bytes, error);
                        });
+    tick_locked();
+    return name;
+  }
+
+  [[nodiscard]] id when_ready(int fd, readiness what, clock::time_point deadline, handler h) override {
+    std::lock_guard lock(mutex_);
+    auto& d = descriptor_locked(fd);
+    const id name = next_++;
+    entries_.emplace(name, entry{[h = std::move(h)](wake why, std::size_t, int) { h(why); }, fd, deadline, nullptr});
+    ++watching_;
+    using boost::asio::posix::descriptor_base;
+    d.async_wait(what == readiness::writable ? descriptor_base::wait_write : descriptor_base::wait_read,
+                 [weak = weak_from_this(), name](const boost::system::error_code& ec) {
+                   if (ec == boost::asio::error::operation_aborted) return;  // cancelled: answered already
+                   fire(weak, name, wake::ready, 0, 0);
+                 });
     tick_locked();
     return name;
   }
@@ -110,6 +118,20 @@ class event_loop final : public idem::event_loop, public std::enable_shared_from
     clock::time_point deadline;
     std::unique_ptr<boost::asio::steady_timer> timer;
   };
+
+  // The io_context's object for `fd`, made on first use (it does not own `fd`: forget() lets go).
+  boost::asio::posix::stream_descriptor& descriptor_locked(int fd) {
+    auto& d = descriptors_[fd];
+    if (d == nullptr) {
+      try {
+        d = std::make_unique<boost::asio::posix::stream_descriptor>(io_, fd);
+      } catch (...) {
+        descriptors_.erase(fd);
+        throw;
+      }
+    }
+    return *d;
+  }
 
   // An entry taken out before its operation completed: the operation is cancelled (a read then
   // writes nothing more into its buffer).

@@ -1,5 +1,5 @@
-// idem/event_loop.hpp — what a store's asynchronous calls wait on: a socket becoming readable or a
-// time coming. A store runs its own loop on a thread of its own unless it is handed the caller's
+// idem/event_loop.hpp — what a store's asynchronous calls wait on: a socket becoming readable (or
+// writable) or a time coming. A store runs its own loop on a thread of its own unless it is handed the caller's
 // (idem::asio::event_loop runs on a Boost.Asio io_context); then its replies are read on the
 // caller's threads, with no hop between threads.
 #pragma once
@@ -41,6 +41,14 @@ class event_loop {
   // runs. At most one read per descriptor at a time. Returns 0, keeping nothing, when the loop
   // cannot take registrations any more. Throws std::system_error when `fd` cannot be watched.
   [[nodiscard]] virtual id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) = 0;
+  // What when_ready waits for.
+  enum class readiness { readable, writable };
+  // Runs `h(ready)` once `fd` is readable (or hung up), or writable, as asked; or `h(timed_out)` at
+  // `deadline` (noticed up to 50 ms late, like a read's), whichever comes first. Reads nothing: for
+  // a client library that reads its own socket (libpq). At most one registration per descriptor
+  // at a time, of either kind. Returns 0 when stopped; throws std::system_error when `fd` cannot
+  // be watched.
+  [[nodiscard]] virtual id when_ready(int fd, readiness what, clock::time_point deadline, handler h) = 0;
   // Runs `h(timed_out)` at `when` (soon if it passed). Returns 0, keeping nothing, when stopped.
   [[nodiscard]] virtual id at(clock::time_point when, handler h) = 0;
   // Removes a registration whose handler has not started (a read then reads nothing more into its

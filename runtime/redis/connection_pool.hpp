@@ -13,7 +13,7 @@
 #include "connection.hpp"
 #include "multiplexed_connection.hpp"
 
-#include "store_loop.hpp"
+#include "../core/store_loop.hpp"
 
 namespace idem::detail::redis {
 

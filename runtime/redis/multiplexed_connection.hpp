@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "connection.hpp"
-#include "store_loop.hpp"
+#include "../core/store_loop.hpp"
 
 namespace idem::detail::redis {
 

@@ -22,7 +22,7 @@ std::vector<std::string> cluster_seeds(const redis_store_options& o) {
   return seeds;
 }
 
-rd::topology make_topology(const redis_store_options& o, const rd::endpoint& where, rd::store_loop& loop) {
+rd::topology make_topology(const redis_store_options& o, const rd::endpoint& where, detail::store_loop& loop) {
   if (o.cluster.enabled) return rd::topology(where, cluster_seeds(o), o.pool_size, loop);
   return rd::topology(where, o.pool_size, loop);
 }

@@ -29,7 +29,7 @@
 
 #include "completed_cache.hpp"
 #include "connection.hpp"
-#include "store_loop.hpp"
+#include "../core/store_loop.hpp"
 #include "record_codec.hpp"
 #include "retry_pacing.hpp"
 #include "scripts.hpp"
@@ -254,7 +254,7 @@ struct redis_store::impl {
 
   redis_store_options options;
   rd::endpoint where;
-  rd::store_loop loop;  // before the topology: its connections and waiters point to it
+  detail::store_loop loop;  // before the topology: its connections and waiters point to it
   rd::topology topo;
   const std::string_view publish;  // PUBLISH, or SPUBLISH (sharded pub/sub) in a cluster
   std::unique_ptr<rd::completed_cache> cache;

@@ -19,7 +19,7 @@
 #include "hash_slot.hpp"
 #include "subscriber.hpp"
 
-#include "store_loop.hpp"
+#include "../core/store_loop.hpp"
 
 namespace idem::detail::redis {
 

@@ -1,4 +1,4 @@
-// runtime/redis/reactor.cpp — the one thread on which a Redis store's asynchronous calls progress.
+// runtime/core/reactor.cpp — the one thread on which a store's asynchronous calls progress.
 #include "reactor.hpp"
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-namespace idem::detail::redis {
+namespace idem::detail {
 namespace {
 
 constexpr std::uint64_t wake_token = 0;  // the eventfd's epoll data; registrations start at 1
@@ -54,22 +54,23 @@ reactor::~reactor() {
   ::close(epoll_fd_);
 }
 
-void reactor::arm_locked(int fd, id name) {
+void reactor::arm_locked(int fd, watch what, id name) {
   // One-shot: the descriptor reports once, then stays silent until it is armed again.
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.events = (what == watch::writable ? EPOLLOUT : EPOLLIN | EPOLLRDHUP) | EPOLLONESHOT;
   ev.data.u64 = name;
   if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0) {
     if (errno != ENOENT || ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) fail("epoll_ctl");
   }
 }
 
-reactor::id reactor::add_locked(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) {
+reactor::id reactor::add_locked(int fd, watch what, std::span<char> buffer, clock::time_point deadline,
+                                read_handler h) {
   if (stopped_) return 0;
   if (!thread_.joinable()) thread_ = std::thread([self = shared_from_this()] { self->run_loop(); });
   const id name = next_id_++;
-  if (fd >= 0) arm_locked(fd, name);
-  registered_.emplace(name, registration{std::move(h), fd, buffer, deadline});
+  if (fd >= 0) arm_locked(fd, what, name);
+  registered_.emplace(name, registration{std::move(h), fd, what, buffer, deadline});
   deadlines_.emplace(std::pair{deadline, name}, name);
   if (fd >= 0) ++descriptors_;
   const clock::time_point noticed = fd >= 0 ? deadline + descriptor_slack : deadline;
@@ -79,12 +80,18 @@ reactor::id reactor::add_locked(int fd, std::span<char> buffer, clock::time_poin
 
 reactor::id reactor::read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) {
   std::lock_guard lock(mutex_);
-  return add_locked(fd, buffer, deadline, std::move(h));
+  return add_locked(fd, watch::read, buffer, deadline, std::move(h));
+}
+
+reactor::id reactor::when_ready(int fd, readiness what, clock::time_point deadline, handler h) {
+  std::lock_guard lock(mutex_);
+  return add_locked(fd, what == readiness::writable ? watch::writable : watch::readable, {}, deadline,
+                    [h = std::move(h)](wake why, std::size_t, int) { h(why); });
 }
 
 reactor::id reactor::at(clock::time_point when, handler h) {
   std::lock_guard lock(mutex_);
-  return add_locked(-1, {}, when, [h = std::move(h)](wake why, std::size_t, int) { h(why); });
+  return add_locked(-1, watch::read, {}, when, [h = std::move(h)](wake why, std::size_t, int) { h(why); });
 }
 
 bool reactor::cancel(id registration_id) {
@@ -183,13 +190,18 @@ void reactor::run_loop() {
       auto it = registered_.find(name);
       if (it == registered_.end()) continue;  // cancelled meanwhile
       registration& r = it->second;
+      if (r.what != watch::read) {
+        due.push_back({std::move(r.run), wake::ready});
+        forget_locked(it);
+        continue;
+      }
       ssize_t got = 0;
       do {
         got = ::recv(r.fd, r.buffer.data(), r.buffer.size(), MSG_DONTWAIT);
       } while (got < 0 && errno == EINTR);
       if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         try {
-          arm_locked(r.fd, name);  // nothing after all: wait for the next report
+          arm_locked(r.fd, r.what, name);  // nothing after all: wait for the next report
           continue;
         } catch (const std::system_error& e) {
           due.push_back({std::move(r.run), wake::ready, 0, e.code().value()});
@@ -220,4 +232,4 @@ void reactor::run_loop() {
   }
 }
 
-}  // namespace idem::detail::redis
+}  // namespace idem::detail

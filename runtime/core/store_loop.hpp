@@ -1,4 +1,4 @@
-// runtime/redis/store_loop.hpp — the event loop a Redis store's asynchronous calls wait on, and the
+// runtime/core/store_loop.hpp — the event loop a store's asynchronous calls wait on, and the
 // promise that none of them is left unanswered when the store goes.
 #pragma once
 
@@ -13,9 +13,9 @@
 
 #include "reactor.hpp"
 
-namespace idem::detail::redis {
+namespace idem::detail {
 
-// idem::detail::redis::store_loop
+// idem::detail::store_loop
 //
 // The caller's event loop when the store was given one (options.event_loop), else a reactor of
 // the store's own. It keeps every registration the store made until its handler runs, so that
@@ -30,6 +30,7 @@ class store_loop final : public event_loop {
   store_loop& operator=(const store_loop&) = delete;
 
   [[nodiscard]] id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) override;
+  [[nodiscard]] id when_ready(int fd, readiness what, clock::time_point deadline, handler h) override;
   [[nodiscard]] id at(clock::time_point when, handler h) override;
   bool cancel(id registration) override;
   void forget(int fd) override;
@@ -63,4 +64,4 @@ class store_loop final : public event_loop {
   std::shared_ptr<book> book_ = std::make_shared<book>();
 };
 
-}  // namespace idem::detail::redis
+}  // namespace idem::detail

@@ -1,4 +1,5 @@
-// runtime/redis/reactor.hpp — the one thread on which a Redis store's asynchronous calls progress.
+// runtime/core/reactor.hpp — the one thread on which a store's asynchronous calls progress (Redis,
+// PostgreSQL) when it is not handed the caller's event loop.
 #pragma once
 
 #include <chrono>
@@ -14,9 +15,9 @@
 
 #include <idem/event_loop.hpp>
 
-namespace idem::detail::redis {
+namespace idem::detail {
 
-// idem::detail::redis::reactor
+// idem::detail::reactor
 //
 // A store's own event loop (when it is not handed the caller's): one thread, started on first
 // use, on epoll. Callbacks run without the reactor's lock (so they may register again). stop()
@@ -31,6 +32,7 @@ class reactor final : public event_loop, public std::enable_shared_from_this<rea
   reactor& operator=(const reactor&) = delete;
 
   [[nodiscard]] id read_some(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h) override;
+  [[nodiscard]] id when_ready(int fd, readiness what, clock::time_point deadline, handler h) override;
   [[nodiscard]] id at(clock::time_point when, handler h) override;
   bool cancel(id registration) override;
   void forget(int fd) override;
@@ -44,15 +46,18 @@ class reactor final : public event_loop, public std::enable_shared_from_this<rea
   [[nodiscard]] std::size_t threads() const;
 
  private:
+  // What a registration of a descriptor waits for: bytes read into its buffer, or a readiness.
+  enum class watch { read, readable, writable };
   struct registration {
     read_handler run;
     int fd = -1;  // -1: a timer
+    watch what = watch::read;
     std::span<char> buffer;
     clock::time_point deadline;
   };
-  id add_locked(int fd, std::span<char> buffer, clock::time_point deadline, read_handler h);
+  id add_locked(int fd, watch what, std::span<char> buffer, clock::time_point deadline, read_handler h);
   // Arms the one-shot readiness report of `fd` for registration `name`.
-  void arm_locked(int fd, id name);
+  void arm_locked(int fd, watch what, id name);
   // Removes a registration from both indexes (its handler must have been moved out or be dropped).
   void forget_locked(std::unordered_map<id, registration>::iterator it);
   void run_loop();
@@ -71,4 +76,4 @@ class reactor final : public event_loop, public std::enable_shared_from_this<rea
   std::thread thread_;
 };
 
-}  // namespace idem::detail::redis
+}  // namespace idem::detail

@@ -1,10 +1,10 @@
-// runtime/redis/store_loop.cpp — the event loop a Redis store's asynchronous calls wait on.
+// runtime/core/store_loop.cpp — the event loop a store's asynchronous calls wait on.
 #include "store_loop.hpp"
 
 #include <utility>
 #include <vector>
 
-namespace idem::detail::redis {
+namespace idem::detail {
 
 namespace {
 
@@ -83,6 +83,14 @@ store_loop::id store_loop::read_some(int fd, std::span<char> buffer, clock::time
              std::move(h));
 }
 
+store_loop::id store_loop::when_ready(int fd, readiness what, clock::time_point deadline, handler h) {
+  return add(
+      [&](read_handler wrapped) {
+        return loop_->when_ready(fd, what, deadline, [wrapped = std::move(wrapped)](wake why) { wrapped(why, 0, 0); });
+      },
+      [h = std::move(h)](wake why, std::size_t, int) { h(why); });
+}
+
 store_loop::id store_loop::at(clock::time_point when, handler h) {
   return add(
       [&](read_handler wrapped) {
@@ -130,4 +138,4 @@ void store_loop::stop() {
   }
 }
 
-}  // namespace idem::detail::redis
+}  // namespace idem::detail
