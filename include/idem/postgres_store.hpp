@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <idem/event_loop.hpp>
 #include <idem/log.hpp>
 #include <idem/store.hpp>
 #include <memory>
@@ -53,6 +54,11 @@ struct postgres_store_options {
   std::string application_name = "idem";
   // Where the store reports what it cannot throw (its LISTEN connection dropping). Empty = silent.
   log_sink log = stderr_log_sink;
+  // What asynchronous calls wait on. Empty: a thread of the store's own, started on first use.
+  // Give idem::asio::event_loop (<idem/asio_event_loop.hpp>) to drive the statements on your
+  // io_context: libpq's sockets are watched by Asio and calls complete there, with no thread in
+  // between. Must outlive the store.
+  std::shared_ptr<idem::event_loop> event_loop = nullptr;
 };
 
 // What postgres_store::statistics() counts since the store was constructed.
@@ -113,6 +119,18 @@ class postgres_store final : public store {
   bool extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) override;
   std::size_t purge_expired() override;
 
+  // The same three without a thread parked per call: each statement is sent on a pooled
+  // connection in libpq's non-blocking mode and its socket watched by the event loop
+  // (options.event_loop, else the store's own thread), and a duplicate's wait is a registration
+  // on the LISTEN connection's notifications plus a timer. Calls beyond pool_size at once queue
+  // for a connection; opening one takes a thread of the shared blocking pool for that step.
+  // Handlers run on the event loop's or the listener's thread and must not block. Destroying the
+  // store answers the calls still waiting store_unavailable_error.
+  void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) override;
+  void async_complete(const identity& id, const lease_token& token, const payload& value,
+                      std::chrono::milliseconds ttl, async_done done) override;
+  void async_release(const identity& id, const lease_token& token, async_done done) override;
+
   bool supports_transactional_completion() const noexcept override { return true; }
 
   // Empty when `tx` is an active, unfailed idem::postgres_transaction whose connection reaches the
@@ -158,8 +176,10 @@ class postgres_store final : public store {
   // The server process id of the LISTEN connection, or 0 while it is down. For tests.
   int listener_backend_pid() const noexcept;
 
- private:
+  // The store's state, opaque: declared here so that the store's own files can name it.
   struct impl;
+
+ private:
   std::unique_ptr<impl> impl_;
 };
 

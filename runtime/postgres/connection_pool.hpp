@@ -10,6 +10,10 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <idem/event_loop.hpp>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -20,8 +24,17 @@ namespace idem::detail::pg {
 
 // One pooled connection and what idem prepared on it.
 struct pooled_connection {
+  pooled_connection() = default;
+  pooled_connection(const pooled_connection&) = delete;
+  pooled_connection& operator=(const pooled_connection&) = delete;
+  // Lets the event loop that watched the socket go of it before libpq closes it.
+  ~pooled_connection() {
+    if (watched_by != nullptr && conn) watched_by->forget(PQsocket(conn.get()));
+  }
+
   connection_ptr conn;
   std::uint32_t prepared = 0;  // bit i: statement i is prepared on this connection
+  event_loop* watched_by = nullptr;  // the loop that watched its socket, if one did
 };
 
 class connection_pool {
@@ -63,10 +76,37 @@ class connection_pool {
   // until the deadline, and pg_error{connect_failed|timeout} when a new one cannot be opened.
   checkout acquire(steady::time_point deadline);
 
+  // acquire() without blocking: `done` gets the checkout, or the pg_error acquire() would throw.
+  // It runs at once for an idle connection; on a thread of the shared blocking pool once a new
+  // one is opened; on the thread that returns one, or on `loop` at `deadline`, for a caller that
+  // queued because all were busy. `loop` must outlive the pool.
+  using checkout_handler = std::function<void(std::exception_ptr, std::shared_ptr<checkout>)>;
+  void async_acquire(steady::time_point deadline, event_loop& loop, checkout_handler done);
+
+  // Answers every queued asynchronous caller with `why` and waits for the connections being
+  // opened for asynchronous callers (each bounded by its deadline), whose callers are answered
+  // as they end. Later async_acquire calls get `why` at once.
+  void stop_async(std::exception_ptr why);
+
   std::size_t size() const noexcept { return size_; }
 
  private:
   void give_back(std::unique_ptr<pooled_connection> connection, bool broken) noexcept;
+  // Opens a connection for an asynchronous caller on the shared blocking pool (open_ counts it).
+  void open_for(steady::time_point deadline, checkout_handler done);
+  // A queued asynchronous caller's deadline came.
+  void expire(std::uint64_t name);
+  pg_error busy_error() const;
+  // An idle connection that is still alive, or null (the dead ones closed).
+  std::unique_ptr<pooled_connection> take_idle(std::unique_lock<std::mutex>& lock);
+
+  struct queued {
+    std::uint64_t name;
+    checkout_handler done;
+    steady::time_point deadline;
+    event_loop* loop;
+    event_loop::id timer = 0;
+  };
 
   const connect_params params_;
   const std::size_t size_;
@@ -76,6 +116,11 @@ class connection_pool {
   std::condition_variable returned_;
   std::vector<std::unique_ptr<pooled_connection>> idle_;  // most recently returned last
   std::size_t open_ = 0;                                  // idle + checked out + being opened
+  std::deque<queued> queue_;                              // asynchronous callers waiting, oldest first
+  std::uint64_t next_queued_ = 1;
+  std::size_t opening_async_ = 0;                         // connections being opened for them
+  std::condition_variable opened_async_;                  // opening_async_ fell
+  std::exception_ptr stopped_;                            // stop_async() was called with it
 };
 
 }  // namespace idem::detail::pg

@@ -20,6 +20,7 @@ struct notification_listener::subscription::slot {
   std::condition_variable changed;
   std::uint64_t generation = 0;  // notifications received for this record
   std::size_t waiters = 0;
+  std::vector<subscription*> registered;  // those with a notify_on_change() pending
 };
 
 notification_listener::subscription::subscription(notification_listener& owner, std::string key, slot& s,
@@ -27,9 +28,66 @@ notification_listener::subscription::subscription(notification_listener& owner, 
     : owner_(owner), key_(std::move(key)), slot_(s), seen_generation_(generation), seen_epoch_(epoch) {}
 
 notification_listener::subscription::~subscription() {
+  cancel_notify();
   std::lock_guard lock{owner_.mutex_};
   if (--slot_.waiters == 0) owner_.slots_.erase(key_);
 }
+
+bool notification_listener::subscription::notify_on_change(std::function<void()> on_change) {
+  std::lock_guard lock{owner_.mutex_};
+  if (slot_.generation != seen_generation_ || owner_.epoch_ != seen_epoch_ || owner_.stopping_) {
+    seen_generation_ = slot_.generation;
+    seen_epoch_ = owner_.epoch_;
+    return false;
+  }
+  on_change_ = std::move(on_change);
+  slot_.registered.push_back(this);
+  return true;
+}
+
+void notification_listener::subscription::cancel_notify() {
+  std::function<void()> dropped;  // destroyed outside the lock: it may own anything
+  std::lock_guard lock{owner_.mutex_};
+  auto& r = slot_.registered;
+  const auto it = std::find(r.begin(), r.end(), this);
+  if (it == r.end()) return;
+  r.erase(it);
+  dropped = std::move(on_change_);
+}
+
+std::vector<std::function<void()>> notification_listener::take_registrations_locked(subscription::slot* only) {
+  std::vector<std::function<void()>> due;
+  auto take = [&](subscription::slot& s) {
+    for (subscription* sub : s.registered) {
+      sub->seen_generation_ = s.generation;
+      sub->seen_epoch_ = epoch_;
+      due.push_back(std::move(sub->on_change_));
+      sub->on_change_ = nullptr;
+    }
+    s.registered.clear();
+  };
+  if (only != nullptr) {
+    take(*only);
+  } else {
+    for (auto& [key, s] : slots_) take(*s);
+  }
+  return due;
+}
+
+namespace {
+
+void run_all(std::vector<std::function<void()>>& due) {
+  for (auto& f : due) {
+    try {
+      f();
+    } catch (...) {
+      // Each reports through its own operation.
+    }
+  }
+  due.clear();
+}
+
+}  // namespace
 
 bool notification_listener::subscription::wait_until(steady::time_point until) {
   std::unique_lock lock{owner_.mutex_};
@@ -55,11 +113,14 @@ notification_listener::notification_listener(connect_params params, std::string 
 }
 
 notification_listener::~notification_listener() {
+  std::vector<std::function<void()>> due;
   {
     std::lock_guard lock{mutex_};
     stopping_ = true;
     for (auto& [key, s] : slots_) s->changed.notify_all();
+    due = take_registrations_locked(nullptr);
   }
+  run_all(due);
   stop_requested_.notify_all();
   const char byte = 1;
   [[maybe_unused]] const auto written = ::write(wake_pipe_[1], &byte, 1);
@@ -77,19 +138,29 @@ std::unique_ptr<notification_listener::subscription> notification_listener::subs
 }
 
 void notification_listener::dispatch(const std::string& key) {
-  std::lock_guard lock{mutex_};
-  const auto it = slots_.find(key);
-  if (it == slots_.end()) return;
-  ++it->second->generation;
-  it->second->changed.notify_all();
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard lock{mutex_};
+    const auto it = slots_.find(key);
+    if (it == slots_.end()) return;
+    ++it->second->generation;
+    it->second->changed.notify_all();
+    due = take_registrations_locked(it->second.get());
+  }
+  run_all(due);
 }
 
 void notification_listener::set_state(bool healthy, int pid) {
   healthy_.store(healthy, std::memory_order_release);
   backend_pid_.store(pid, std::memory_order_release);
-  std::lock_guard lock{mutex_};
-  ++epoch_;
-  for (auto& [key, s] : slots_) s->changed.notify_all();
+  std::vector<std::function<void()>> due;
+  {
+    std::lock_guard lock{mutex_};
+    ++epoch_;
+    for (auto& [key, s] : slots_) s->changed.notify_all();
+    due = take_registrations_locked(nullptr);
+  }
+  run_all(due);
 }
 
 bool notification_listener::sleep_unless_stopped(std::chrono::milliseconds delay) {

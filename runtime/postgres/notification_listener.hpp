@@ -16,12 +16,14 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <idem/log.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "pg_connection.hpp"
 
@@ -53,6 +55,13 @@ class notification_listener {
     // Events that happened since the subscription was made (or since the last wait) return
     // at once.
     bool wait_until(steady::time_point until);
+    // wait_until() without blocking: `on_change` runs once, on the listener's thread (or the one
+    // destroying the listener), at the first such event, unless cancel_notify() comes first.
+    // Returns false, registering nothing, when one happened already (then, as after a wait, the
+    // events so far count as seen). At most one registration at a time.
+    [[nodiscard]] bool notify_on_change(std::function<void()> on_change);
+    // After it returns the registration will not run (it may be running on the listener's thread).
+    void cancel_notify();
 
    private:
     friend class notification_listener;
@@ -65,6 +74,7 @@ class notification_listener {
     slot& slot_;
     std::uint64_t seen_generation_;
     std::uint64_t seen_epoch_;
+    std::function<void()> on_change_;  // registered by notify_on_change()
   };
 
   // Registers interest in notifications whose payload is `key`.
@@ -81,6 +91,9 @@ class notification_listener {
   void serve(PGconn* conn);
   void dispatch(const std::string& key);
   void set_state(bool healthy, int pid);
+  // The registrations (notify_on_change) of `s`, or of every slot when null, taken out to be run
+  // without the lock; each subscription's events count as seen.
+  std::vector<std::function<void()>> take_registrations_locked(subscription::slot* s);
   bool sleep_unless_stopped(std::chrono::milliseconds delay);
 
   const connect_params params_;

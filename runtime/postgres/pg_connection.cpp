@@ -44,10 +44,6 @@ int wait_socket(int fd, short events, steady::time_point deadline, int cancel_fd
   }
 }
 
-pg_error timeout_error(std::string_view what) {
-  return pg_error(failure::timeout, fmt::format("no answer from the server in time ({})", what));
-}
-
 // Turns an error result into a pg_error: a broken connection, or the server's own error.
 pg_error error_from(PGconn* conn, const PGresult* r) {
   if (PQstatus(conn) == CONNECTION_BAD)
@@ -68,59 +64,35 @@ bool is_error(const PGresult* r) {
   return s == PGRES_BAD_RESPONSE || s == PGRES_NONFATAL_ERROR || s == PGRES_FATAL_ERROR;
 }
 
-// Sends everything libpq buffered, reading input meanwhile so the server never stalls on us.
-void flush_all(PGconn* conn, steady::time_point deadline) {
-  for (;;) {
-    const int f = PQflush(conn);
-    if (f == 0) return;
-    if (f < 0) throw pg_error(failure::connection_lost, fmt::format("connection lost: {}", connection_message(conn)));
-    const int ready = wait_socket(PQsocket(conn), POLLIN | POLLOUT, deadline);
-    if (ready == 0) throw timeout_error("sending");
-    if (ready < 0) throw pg_error(failure::connection_lost, fmt::format("poll failed: {}", std::strerror(errno)));
-    if ((ready & POLLIN) != 0 && PQconsumeInput(conn) == 0)
-      throw pg_error(failure::connection_lost, fmt::format("connection lost: {}", connection_message(conn)));
-  }
-}
-
-// Reads every result of the statement sent last; returns the last one or throws the first error.
-result_ptr read_results(PGconn* conn, steady::time_point deadline, const canceller* cancel_on_timeout) {
-  result_ptr last;
-  result_ptr first_error;
+// Drives `x` to its results, waiting on the socket with poll(2) until `deadline`. With
+// `cancel_on_timeout`, a statement still running at the deadline is cancelled and its (error)
+// result collected for at most 2 s more, so that the connection stays usable.
+result_ptr drive(exchange x, steady::time_point deadline, const canceller* cancel_on_timeout) {
+  PGconn* conn = x.connection();
   bool cancelled = false;
   std::future<bool> cancel_sent;
   for (;;) {
-    while (PQisBusy(conn) == 0) {
-      result_ptr r{PQgetResult(conn)};
-      if (!r) {
-        if (cancelled) {
-          // A cancel the postmaster has not taken yet could still hit the next statement.
-          if (cancel_sent.valid() && cancel_sent.wait_until(deadline) == std::future_status::ready) cancel_sent.get();
-          throw timeout_error("statement cancelled");
-        }
-        if (first_error) throw error_from(conn, first_error.get());
-        if (!last) throw pg_error(failure::connection_lost, fmt::format("no result: {}", connection_message(conn)));
-        return last;
-      }
-      if (is_error(r.get())) {
-        if (!first_error) first_error = std::move(r);
-      } else {
-        last = std::move(r);
-      }
-    }
-    const int ready = wait_socket(PQsocket(conn), POLLIN, deadline);
-    if (ready == 0) {
-      if (cancel_on_timeout == nullptr || cancelled) throw timeout_error("waiting for the result");
-      // Keep a caller's connection usable: cancel, then collect the (error) result briefly. The
-      // cancel is sent by another thread: a frozen postmaster would block PQcancel here for good.
-      cancel_sent = (*cancel_on_timeout)(conn);
-      cancelled = true;
-      deadline = deadline_after(std::chrono::seconds(2));
-      continue;
-    }
+    const exchange::need next = x.advance();
+    if (next == exchange::need::nothing) break;
+    // While sending, read too: the server must never stall writing to us.
+    const short events = next == exchange::need::writable ? POLLIN | POLLOUT : POLLIN;
+    const int ready = wait_socket(PQsocket(conn), events, deadline);
+    if (ready > 0) continue;
     if (ready < 0) throw pg_error(failure::connection_lost, fmt::format("poll failed: {}", std::strerror(errno)));
-    if (PQconsumeInput(conn) == 0)
-      throw pg_error(failure::connection_lost, fmt::format("connection lost: {}", connection_message(conn)));
+    if (next == exchange::need::writable) throw timeout_error("sending");
+    if (cancel_on_timeout == nullptr || cancelled) throw timeout_error("waiting for the result");
+    // Keep a caller's connection usable: cancel, then collect the (error) result briefly. The
+    // cancel is sent by another thread: a frozen postmaster would block PQcancel here for good.
+    cancel_sent = (*cancel_on_timeout)(conn);
+    cancelled = true;
+    deadline = deadline_after(std::chrono::seconds(2));
   }
+  if (cancelled) {
+    // A cancel the postmaster has not taken yet could still hit the next statement.
+    if (cancel_sent.valid() && cancel_sent.wait_until(deadline) == std::future_status::ready) cancel_sent.get();
+    throw timeout_error("statement cancelled");
+  }
+  return x.take();
 }
 
 void check_sent(PGconn* conn, int sent) {
@@ -145,6 +117,10 @@ class nonblocking_scope {
 };
 
 }  // namespace
+
+pg_error timeout_error(std::string_view what) {
+  return pg_error(failure::timeout, fmt::format("no answer from the server in time ({})", what));
+}
 
 pg_error::pg_error(failure kind, const std::string& message, std::string sqlstate)
     : std::runtime_error(message), kind_(kind), sqlstate_(std::move(sqlstate)) {}
@@ -274,33 +250,74 @@ const char* const* param_list::values() const {
 // ---------------------------------------------------------------------------------------------
 // statements
 
+exchange exchange::prepare(PGconn* conn, const char* name, const char* sql, int param_count, const Oid* types) {
+  check_sent(conn, PQsendPrepare(conn, name, sql, param_count, types));
+  return exchange(conn);
+}
+
+exchange exchange::query_prepared(PGconn* conn, const char* name, const param_list& params) {
+  check_sent(conn,
+             PQsendQueryPrepared(conn, name, params.size(), params.values(), params.lengths(), params.formats(), 1));
+  return exchange(conn);
+}
+
+exchange exchange::query_params(PGconn* conn, const char* sql, const Oid* types, const param_list& params) {
+  check_sent(
+      conn, PQsendQueryParams(conn, sql, params.size(), types, params.values(), params.lengths(), params.formats(), 1));
+  return exchange(conn);
+}
+
+exchange exchange::query(PGconn* conn, const char* sql) {
+  check_sent(conn, PQsendQuery(conn, sql));
+  return exchange(conn);
+}
+
+exchange::need exchange::advance() {
+  if (!flushed_) {
+    // PQflush reads input itself whenever the socket cannot take more, so the server never stalls.
+    const int f = PQflush(conn_);
+    if (f < 0) throw pg_error(failure::connection_lost, fmt::format("connection lost: {}", connection_message(conn_)));
+    if (f > 0) return need::writable;
+    flushed_ = true;
+  }
+  if (awaiting_input_ && PQconsumeInput(conn_) == 0)
+    throw pg_error(failure::connection_lost, fmt::format("connection lost: {}", connection_message(conn_)));
+  while (PQisBusy(conn_) == 0) {
+    result_ptr r{PQgetResult(conn_)};
+    if (!r) return need::nothing;
+    if (is_error(r.get())) {
+      if (!first_error_) first_error_ = std::move(r);
+    } else {
+      last_ = std::move(r);
+    }
+  }
+  awaiting_input_ = true;
+  return need::readable;
+}
+
+result_ptr exchange::take() {
+  if (first_error_) throw error_from(conn_, first_error_.get());
+  if (!last_) throw pg_error(failure::connection_lost, fmt::format("no result: {}", connection_message(conn_)));
+  return std::move(last_);
+}
+
 void prepare(PGconn* conn, const char* name, const char* sql, int param_count, const Oid* types,
              steady::time_point deadline) {
-  check_sent(conn, PQsendPrepare(conn, name, sql, param_count, types));
-  flush_all(conn, deadline);
-  read_results(conn, deadline, nullptr);
+  drive(exchange::prepare(conn, name, sql, param_count, types), deadline, nullptr);
 }
 
 result_ptr exec_prepared(PGconn* conn, const char* name, const param_list& params, steady::time_point deadline) {
-  check_sent(conn,
-             PQsendQueryPrepared(conn, name, params.size(), params.values(), params.lengths(), params.formats(), 1));
-  flush_all(conn, deadline);
-  return read_results(conn, deadline, nullptr);
+  return drive(exchange::query_prepared(conn, name, params), deadline, nullptr);
 }
 
 result_ptr exec_params(PGconn* conn, const char* sql, const Oid* types, const param_list& params,
                        steady::time_point deadline, const canceller* cancel_on_timeout) {
   nonblocking_scope mode{conn};
-  check_sent(
-      conn, PQsendQueryParams(conn, sql, params.size(), types, params.values(), params.lengths(), params.formats(), 1));
-  flush_all(conn, deadline);
-  return read_results(conn, deadline, cancel_on_timeout);
+  return drive(exchange::query_params(conn, sql, types, params), deadline, cancel_on_timeout);
 }
 
 result_ptr exec_simple(PGconn* conn, const char* sql, steady::time_point deadline) {
-  check_sent(conn, PQsendQuery(conn, sql));
-  flush_all(conn, deadline);
-  return read_results(conn, deadline, nullptr);
+  return drive(exchange::query(conn, sql), deadline, nullptr);
 }
 
 bool idle_connection_alive(PGconn* conn) {

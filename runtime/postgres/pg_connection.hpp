@@ -118,6 +118,39 @@ class param_list {
   mutable std::vector<const char*> values_;
 };
 
+// exchange
+//
+// One statement in flight on a non-blocking connection: sent when made, then advanced without
+// blocking as the socket allows until its results are in. The blocking calls below and the
+// store's asynchronous calls drive the same object, each waiting for the socket its own way.
+class exchange {
+ public:
+  enum class need { readable, writable, nothing };
+  // Each sends a statement (into libpq's buffer); throws pg_error{connection_lost} if it cannot.
+  static exchange prepare(PGconn* conn, const char* name, const char* sql, int param_count, const Oid* types);
+  static exchange query_prepared(PGconn* conn, const char* name, const param_list& params);
+  static exchange query_params(PGconn* conn, const char* sql, const Oid* types, const param_list& params);
+  static exchange query(PGconn* conn, const char* sql);
+
+  // Sends what is unsent, reads what arrived, collects the finished results, and says what it
+  // waits for next: `nothing` once every result is in. Throws pg_error{connection_lost}.
+  need advance();
+  // Once advance() said `nothing`: the last result, or the first error as a pg_error.
+  result_ptr take();
+  PGconn* connection() const noexcept { return conn_; }
+
+ private:
+  explicit exchange(PGconn* conn) noexcept : conn_(conn) {}
+  PGconn* conn_;
+  result_ptr last_;
+  result_ptr first_error_;
+  bool flushed_ = false;
+  bool awaiting_input_ = false;  // advance() asked for readable: read before looking
+};
+
+// A pg_error{timeout} saying what was waited for.
+pg_error timeout_error(std::string_view what);
+
 // Prepares `sql` as `name` on `conn`. Throws pg_error.
 void prepare(PGconn* conn, const char* name, const char* sql, int param_count, const Oid* types,
              steady::time_point deadline);

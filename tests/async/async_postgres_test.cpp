@@ -1,0 +1,172 @@
+// tests/async/async_postgres_test.cpp — idem::async_execute on the PostgreSQL store (the fixture's
+// server): statements driven on an event loop through libpq's non-blocking API (the store's own
+// thread, or the caller's io_context), a duplicate's wait a registration on the LISTEN
+// connection's notifications plus a timer, never a thread parked for the call.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <idem/asio.hpp>
+#include <idem/idem.hpp>
+#include <idem/postgres_store.hpp>
+
+#include "burst.hpp"
+#include "postgres/postgres_test_support.hpp"
+#include "support/eventually.hpp"
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using idem::test::burst;
+using idem::test::burst_result;
+using idem::test::eventually;
+
+idem::postgres_store_options options_for(const char* hint, asio::io_context* on_loop = nullptr) {
+  idem::pg_test::ensure_schema();
+  idem::postgres_store_options o = idem::pg_test::store_options(hint);
+  if (on_loop != nullptr) o.event_loop = std::make_shared<idem::asio::event_loop>(*on_loop);
+  return o;
+}
+
+// 1,000 coroutines on one io_context thread: 500 keys, each called twice at once, the action a
+// 50 ms timer. `on_loop`: the store drives its statements on that io_context (options.event_loop).
+void burst_on_postgres(bool on_loop) {
+  asio::io_context io;
+  auto store = std::make_unique<idem::postgres_store>(options_for("burst", on_loop ? &io : nullptr));
+  idem::engine engine{*store, idem::test::quiet_config()};
+  const std::string scope = "Burst." + idem::pg_test::unique_name("pg");
+  // First the pool's connections (opened on the shared blocking pool) and the store's threads
+  // (its event loop, the listener): a fixed set, whatever the number of calls.
+  const burst_result warm = burst(io, engine, 50, scope + ".warm");
+  REQUIRE(warm.executions == 50);
+  const burst_result few = burst(io, engine, 5, scope + ".few");
+  const burst_result many = burst(io, engine, 500, scope + ".many");
+  idem::test::check_burst(few, many, *store,
+                          on_loop ? "on PostgreSQL (statements driven on the io_context)" : "on PostgreSQL");
+  CHECK(store->statistics().connections_opened <= 8);
+}
+
+}  // namespace
+
+TEST_CASE("1,000 coroutines on one thread on PostgreSQL: 500 keys twice at once, each action 50 ms, nothing parked") {
+  burst_on_postgres(false);
+}
+
+TEST_CASE("1,000 coroutines on PostgreSQL with the store's statements driven on their io_context (event_loop)") {
+  burst_on_postgres(true);
+}
+
+TEST_CASE("on PostgreSQL, a duplicate cancelled while it waits ends with operation_aborted and changes nothing") {
+  for (bool on_loop : {false, true}) {
+    asio::io_context io;
+    auto store = std::make_unique<idem::postgres_store>(options_for("cancel", on_loop ? &io : nullptr));
+    idem::engine engine{*store, idem::test::quiet_config()};
+    asio::cancellation_signal cancel;
+    asio::steady_timer holder_done(io, 30s);
+    bool aborted = false;
+    bool holder_ran = false;
+    int duplicate_runs = 0;
+    auto ctx = engine.make_context("Cancel.postgres", idem::pg_test::unique_name("k"), {.wait = 20s});
+
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto o = co_await idem::async_execute(
+              engine, ctx,
+              [&]() -> asio::awaitable<int> {
+                holder_ran = true;
+                co_await holder_done.async_wait(asio::as_tuple(asio::use_awaitable));
+                co_return 7;
+              },
+              idem::json_codec{}, asio::use_awaitable);
+          CHECK(o.ran());
+        },
+        asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          // Started once the holder runs: the duplicate then finds the record held and waits.
+          while (!holder_ran) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+          idem::async_execute(
+              engine, ctx, [&] { return ++duplicate_runs; }, idem::json_codec{},
+              asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, idem::outcome<int>) {
+                try {
+                  if (e) std::rethrow_exception(e);
+                } catch (const boost::system::system_error& error) {
+                  aborted = error.code() == asio::error::operation_aborted;
+                }
+                holder_done.cancel();  // let the holder finish once the duplicate is answered
+              }));
+          co_return;
+        },
+        asio::detached);
+    std::thread canceller([&] {
+      // Cancels once the duplicate is counted among the store's waiters (an event, not a sleep).
+      REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
+      asio::post(io, [&] { cancel.emit(asio::cancellation_type::all); });
+    });
+    io.run();
+    canceller.join();
+    CHECK(aborted);
+    CHECK(duplicate_runs == 0);
+    CHECK(store->waiting() == 0);
+    // The holder's completion stands: a later call replays it.
+    auto replay = engine.execute(ctx, [] { return 0; }, idem::json_codec{});
+    CHECK(replay.is_replay());
+    CHECK(replay.value() == 7);
+  }
+}
+
+TEST_CASE("a PostgreSQL store destroyed with a duplicate waiting answers it store_unavailable_error") {
+  idem::test::check_destroyed_with_a_waiter(std::make_unique<idem::postgres_store>(options_for("destroyed")),
+                                            "Destroyed.postgres." + idem::pg_test::unique_name("s"));
+}
+
+TEST_CASE("a PostgreSQL store on the caller's event loop, destroyed with a duplicate waiting, answers it "
+          "store_unavailable_error") {
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  idem::test::check_destroyed_with_a_waiter(std::make_unique<idem::postgres_store>(options_for("loop-gone", &io)),
+                                            "Destroyed.postgres." + idem::pg_test::unique_name("l"));
+  work.reset();
+  runner.join();
+}
+
+TEST_CASE("a PostgreSQL store may be let go of in the completion of its last call, on either event loop") {
+  for (bool on_loop : {false, true}) {
+    asio::io_context io;
+    int replays = 0;
+    const std::string key = idem::pg_test::unique_name("k");
+    // The coroutine owns the store: it is destroyed when the coroutine ends, inside the completion
+    // of its last call (on the store's own thread or on `io`).
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto store = std::make_unique<idem::postgres_store>(options_for("let-go", on_loop ? &io : nullptr));
+          idem::engine engine{*store, idem::test::quiet_config()};
+          auto ctx = engine.make_context("LetGo.postgres", key);
+          for (int i = 0; i < 2; ++i) {
+            auto o = co_await idem::async_execute(engine, ctx, [] { return 5; }, idem::json_codec{}, asio::use_awaitable);
+            if (o.is_replay() && o.value() == 5) ++replays;
+          }
+        },
+        asio::detached);
+    io.run();
+    CHECK(replays == 1);
+  }
+}
