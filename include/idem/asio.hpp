@@ -110,7 +110,8 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
         action_(std::move(action)),
         codec_(std::move(codec)) {}
 
-  void start(engine& eng, const context& ctx) {
+  // `tx` may be null: outside a transaction.
+  void start(engine& eng, const context& ctx, transaction* tx) {
     auto slot = boost::asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) {
       std::weak_ptr<operation> weak = this->shared_from_this();
@@ -119,10 +120,16 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
       });
     }
     auto self = this->shared_from_this();
-    eng.async_run(
-        ctx, [self](async_done finished) { self->run_action(std::move(finished)); },
-        [self]() -> payload { return self->encode(); }, &cancel_,
-        [self](std::exception_ptr error, detail::raw_outcome raw) { self->finish(std::move(error), std::move(raw)); });
+    async_action act = [self](async_done finished) { self->run_action(std::move(finished)); };
+    std::function<payload()> encode = [self]() -> payload { return self->encode(); };
+    async_handler<detail::raw_outcome> done = [self](std::exception_ptr error, detail::raw_outcome raw) {
+      self->finish(std::move(error), std::move(raw));
+    };
+    if (tx != nullptr) {
+      eng.async_run(ctx, *tx, std::move(act), std::move(encode), &cancel_, std::move(done));
+    } else {
+      eng.async_run(ctx, std::move(act), std::move(encode), &cancel_, std::move(done));
+    }
     initiating_.store(false);
   }
 
@@ -252,11 +259,12 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
 };
 
 template <class T, class Action, class Codec, class CompletionToken>
-auto initiate(engine& eng, const context& ctx, Action&& action, Codec codec, CompletionToken&& token) {
+auto initiate(engine& eng, const context& ctx, transaction* tx, Action&& action, Codec codec,
+              CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, outcome<T>)>(
-      [&eng](auto handler, const context& c, auto act, Codec cod) {
+      [&eng, tx](auto handler, const context& c, auto act, Codec cod) {
         using op_type = operation<T, decltype(handler), decltype(act), Codec>;
-        std::make_shared<op_type>(std::move(handler), std::move(act), std::move(cod))->start(eng, c);
+        std::make_shared<op_type>(std::move(handler), std::move(act), std::move(cod))->start(eng, c, tx);
       },
       token, ctx, std::forward<Action>(action), std::move(codec));
 }
@@ -273,7 +281,7 @@ auto initiate(engine& eng, const context& ctx, Action&& action, Codec codec, Com
 template <class Action, class Codec, class CompletionToken, class T = detail::asio::value_of<Action>>
   requires(!std::is_void_v<T>) && codec_for<Codec, T>
 auto async_execute(engine& eng, const context& ctx, Action&& action, const Codec& codec, CompletionToken&& token) {
-  return detail::asio::initiate<T>(eng, ctx, std::forward<Action>(action), codec,
+  return detail::asio::initiate<T>(eng, ctx, nullptr, std::forward<Action>(action), codec,
                                    std::forward<CompletionToken>(token));
 }
 
@@ -282,7 +290,32 @@ auto async_execute(engine& eng, const context& ctx, Action&& action, const Codec
 template <class Action, class CompletionToken>
   requires std::is_void_v<detail::asio::value_of<Action>>
 auto async_execute(engine& eng, const context& ctx, Action&& action, CompletionToken&& token) {
-  return detail::asio::initiate<void>(eng, ctx, std::forward<Action>(action), detail::asio::no_codec{},
+  return detail::asio::initiate<void>(eng, ctx, nullptr, std::forward<Action>(action), detail::asio::no_codec{},
+                                      std::forward<CompletionToken>(token));
+}
+
+// The same two inside the caller's transaction `tx` (engine::async_run with a transaction): with
+// completion_mode::join_transaction the record is written inside `tx` and commits or rolls back
+// with the action's writes; otherwise it is completed when `tx` commits and released if it rolls
+// back. `tx` stays open, used by nothing but the action, until the call completed; then the caller
+// commits or rolls it back.
+//
+//   idem::postgres_transaction tx{conn};                       // BEGIN on the caller's connection
+//   auto o = co_await idem::async_execute(engine, ctx, tx, [&] { return place(conn, order); },
+//                                         codec, asio::use_awaitable);
+//   tx.commit();                                               // the order and its record together
+template <class Action, class Codec, class CompletionToken, class T = detail::asio::value_of<Action>>
+  requires(!std::is_void_v<T>) && codec_for<Codec, T>
+auto async_execute(engine& eng, const context& ctx, transaction& tx, Action&& action, const Codec& codec,
+                   CompletionToken&& token) {
+  return detail::asio::initiate<T>(eng, ctx, &tx, std::forward<Action>(action), codec,
+                                   std::forward<CompletionToken>(token));
+}
+
+template <class Action, class CompletionToken>
+  requires std::is_void_v<detail::asio::value_of<Action>>
+auto async_execute(engine& eng, const context& ctx, transaction& tx, Action&& action, CompletionToken&& token) {
+  return detail::asio::initiate<void>(eng, ctx, &tx, std::forward<Action>(action), detail::asio::no_codec{},
                                       std::forward<CompletionToken>(token));
 }
 

@@ -116,11 +116,21 @@ class engine {
   // and completes with store::async_complete: execute()'s semantics step for step (heartbeat,
   // listeners exactly once, release on a throw, the completion-failure policy). `done` is called
   // once, from the thread that finished the last step; an invalid context, and
-  // completion_mode::join_transaction (asynchronous calls take part in no transaction yet), are
+  // completion_mode::join_transaction (it needs the overload below, given the transaction), are
   // reported through `done` before anything is acquired. A call may outlive the engine object
   // (it keeps what it uses); the store must outlive every call.
   void async_run(const context& ctx, async_action action, std::function<payload()> encode, cancellation* cancel,
                  async_handler<detail::raw_outcome> done);
+  // The same inside `tx` (a transaction bound to a thread does not survive a co_await, so an
+  // asynchronous call is handed its transaction): execute()'s semantics under a transaction. With
+  // completion_mode::join_transaction the store must be able to join `tx` (asked with
+  // store::async_join_problem before anything is acquired) and the record is written inside it
+  // (store::async_complete_in_transaction), committing or rolling back with the business writes;
+  // otherwise the record is completed once `tx` commits and released if it rolls back. `tx` must
+  // stay open, and be used by nothing but the call's action, until `done` ran; then the caller
+  // commits or rolls it back.
+  void async_run(const context& ctx, transaction& tx, async_action action, std::function<payload()> encode,
+                 cancellation* cancel, async_handler<detail::raw_outcome> done);
 
   friend void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);
 

@@ -142,6 +142,14 @@ class store {
   virtual void async_complete(const identity& id, const lease_token& token, const payload& value,
                               std::chrono::milliseconds ttl, async_done done);
   virtual void async_release(const identity& id, const lease_token& token, async_done done);
+
+  // join_problem's and complete_in_transaction's, for an asynchronous call given a transaction
+  // (engine::async_run). The transaction's connection is the caller's, not the store's: the
+  // defaults run the blocking operation on the shared pool's thread for its round trip, while the
+  // caller's call is suspended (nothing else may use the transaction meanwhile).
+  virtual void async_join_problem(const transaction& tx, async_handler<std::string> done) const;
+  virtual void async_complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
+                                             std::chrono::milliseconds ttl, transaction& tx, async_done done);
 };
 
 }  // namespace idem

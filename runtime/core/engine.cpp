@@ -86,7 +86,12 @@ detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()>
 
 void engine::async_run(const context& ctx, async_action action, std::function<payload()> encode,
                        cancellation* cancel, async_handler<detail::raw_outcome> done) {
-  core_->async_run(ctx, std::move(action), std::move(encode), cancel, std::move(done));
+  core_->async_run(ctx, nullptr, std::move(action), std::move(encode), cancel, std::move(done));
+}
+
+void engine::async_run(const context& ctx, transaction& tx, async_action action, std::function<payload()> encode,
+                       cancellation* cancel, async_handler<detail::raw_outcome> done) {
+  core_->async_run(ctx, &tx, std::move(action), std::move(encode), cancel, std::move(done));
 }
 
 namespace detail {
@@ -173,7 +178,7 @@ void notify(const engine_hooks& hooks, std::string_view event, const context& ct
 
 // The claim ------------------------------------------------------------------------------------
 
-void engine_core::check_join(const context& ctx, transaction* tx) const {
+void engine_core::check_join_possible(const context& ctx, transaction* tx, std::string_view where) const {
   if (!store_.supports_transactional_completion())
     throw configuration_error(fmt::format(
         "{} asks for completion_mode::join_transaction, but {} cannot complete inside a caller's transaction; use a "
@@ -181,11 +186,14 @@ void engine_core::check_join(const context& ctx, transaction* tx) const {
         ctx.id.to_string(), store_.name()));
   if (tx == nullptr)
     throw configuration_error(fmt::format(
-        "{} asks for completion_mode::join_transaction, but no transaction is active on this thread; open the "
+        "{} asks for completion_mode::join_transaction, but no transaction is active {}; open the "
         "transaction (idem::sqlite_transaction, idem::postgres_transaction or your own idem::transaction) "
         "around the call, or use completion_mode::autonomous",
-        ctx.id.to_string()));
-  if (std::string problem = store_.join_problem(*tx); !problem.empty())
+        ctx.id.to_string(), where));
+}
+
+void engine_core::check_join_answer(const context& ctx, const std::string& problem) {
+  if (!problem.empty())
     throw configuration_error(fmt::format("{} asks for completion_mode::join_transaction, but the active transaction "
                                           "cannot hold its record: {}",
                                           ctx.id.to_string(), problem));
@@ -195,7 +203,10 @@ raw_outcome engine_core::run(const context& ctx, function_ref<void()> action, fu
   ctx.validate();  // a hand-built context is checked as strictly as make_context's
   transaction* tx = current_transaction();
   if (tx != nullptr && !tx->active()) tx = nullptr;
-  if (ctx.completion == completion_mode::join_transaction) check_join(ctx, tx);
+  if (ctx.completion == completion_mode::join_transaction) {
+    check_join_possible(ctx, tx, "on this thread");
+    check_join_answer(ctx, store_.join_problem(*tx));
+  }
 
   acquire_result claim = store_.try_acquire(ctx);
   raw_outcome answer;
@@ -312,88 +323,6 @@ raw_outcome engine_core::run_alone(const context& ctx, const lease_token& token,
   return finish(ctx, token, heartbeat, value, std::move(failure));
 }
 
-// Asynchronously ------------------------------------------------------------------------------
-
-// One asynchronous call: the steps of run_alone, each started by the end of the one before, so
-// they never run at the same time. Owns what it uses, the engine's core included.
-struct async_call : std::enable_shared_from_this<async_call> {
-  async_call(std::shared_ptr<engine_core> c, const context& x, async_action a, std::function<payload()> e,
-             async_handler<raw_outcome> d)
-      : core(std::move(c)), ctx(x), action(std::move(a)), encode(std::move(e)), done(std::move(d)) {}
-
-  void fail(std::exception_ptr error) { done(std::move(error), raw_outcome{in_flight{}}); }
-
-  void claimed(std::exception_ptr error, acquire_result claim) {
-    if (error) return fail(std::move(error));
-    raw_outcome answer;
-    try {
-      if (core->answered(ctx, claim, answer)) return done(nullptr, std::move(answer));
-      token = std::get<acquired>(claim).token;
-      heartbeat = core->begin_held(ctx, token);
-    } catch (...) {
-      return fail(std::current_exception());
-    }
-    action([self = shared_from_this()](std::exception_ptr failure) { self->action_ended(std::move(failure)); });
-  }
-
-  void action_ended(std::exception_ptr cause) {
-    if (cause) {
-      heartbeat.cancel();
-      core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_failure) mutable {
-        self->core->action_failed(self->ctx, self->token, cause, std::move(release_failure));
-        self->fail(std::move(cause));
-      });
-      return;
-    }
-    try {
-      value = encode();
-    } catch (...) {
-      return completed(std::current_exception());
-    }
-    core->store_.async_complete(ctx.id, token, value, ctx.ttl,
-                                [self = shared_from_this()](std::exception_ptr failure) { self->completed(failure); });
-  }
-
-  void completed(std::exception_ptr failure) {
-    raw_outcome result;
-    try {
-      result = core->finish(ctx, token, heartbeat, value, std::move(failure));
-    } catch (...) {
-      return fail(std::current_exception());
-    }
-    done(nullptr, std::move(result));
-  }
-
-  const std::shared_ptr<engine_core> core;
-  const context ctx;
-  const async_action action;
-  const std::function<payload()> encode;
-  const async_handler<raw_outcome> done;
-  lease_token token;
-  heartbeat_scheduler::handle heartbeat;
-  payload value;
-};
-
-void engine_core::async_run(const context& ctx, async_action action, std::function<payload()> encode,
-                            cancellation* cancel, async_handler<raw_outcome> done) {
-  std::shared_ptr<async_call> call;
-  try {
-    ctx.validate();
-    if (ctx.completion == completion_mode::join_transaction)
-      throw configuration_error(fmt::format(
-          "{} asks for completion_mode::join_transaction, but asynchronous calls take part in no transaction yet; "
-          "use completion_mode::autonomous, or call it synchronously inside the transaction",
-          ctx.id.to_string()));
-    call = std::make_shared<async_call>(shared_from_this(), ctx, std::move(action), std::move(encode), done);
-  } catch (...) {
-    done(std::current_exception(), raw_outcome{in_flight{}});
-    return;
-  }
-  store_.async_try_acquire(call->ctx, cancel, [call](std::exception_ptr error, acquire_result claim) {
-    call->claimed(std::move(error), std::move(claim));
-  });
-}
-
 // Under a transaction ---------------------------------------------------------------------------
 
 // The state of one call whose terminal waits for the caller's transaction to end. It lives on the
@@ -489,8 +418,9 @@ class engine_core::transaction_call {
   bool lost = false;
 };
 
-raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
-                                            function_ref<void()> action, function_ref<payload()> encode) {
+std::shared_ptr<engine_core::transaction_call> engine_core::enter_transaction(const context& ctx,
+                                                                              const lease_token& token,
+                                                                              transaction& tx) {
   // Everything the transaction's end needs is registered before the action runs, so that an end
   // inside the action is seen, and a failure to register releases the key at once.
   std::shared_ptr<transaction_call> call;
@@ -502,67 +432,221 @@ raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_toke
     if (ctx.completion == completion_mode::autonomous)
       tx.before_commit([call, &tx] { call->confirm_lease(tx); });
   } catch (...) {
-    if (call) {
-      call->current = transaction_call::stage::done;
-      call->heartbeat.cancel();
-    }
+    if (call) abandon(*call);
     release_quietly(ctx, token, "after it could not take part in the caller's transaction");
     throw;
   }
   notify(hooks_, "on_acquired", ctx, [&](lifecycle_listener& l) { l.on_acquired(ctx, token); });
+  return call;
+}
 
-  try {
-    action();
-  } catch (...) {
-    call->current = transaction_call::stage::done;
-    call->heartbeat.cancel();
-    action_threw(ctx, token);
-    throw;
+void engine_core::abandon(transaction_call& call) noexcept {
+  call.current = transaction_call::stage::done;
+  call.heartbeat.cancel();
+}
+
+std::optional<raw_outcome> engine_core::action_returned(transaction_call& call, std::exception_ptr encode_failure) {
+  const context& ctx = call.ctx;
+  if (encode_failure) {
+    abandon(call);
+    return completion_failed(ctx, call.token, std::move(encode_failure),
+                             ctx.completion == completion_mode::join_transaction);
   }
-
-  try {
-    call->value = encode();
-  } catch (...) {
-    call->current = transaction_call::stage::done;
-    call->heartbeat.cancel();
-    return completion_failed(ctx, token, std::current_exception(), ctx.completion == completion_mode::join_transaction);
-  }
-
   // The action ended the transaction itself.
-  if (call->ended == transaction_call::ending::rolled_back) {
-    call->current = transaction_call::stage::done;
-    call->release_after_rollback();
+  if (call.ended == transaction_call::ending::rolled_back) {
+    call.current = transaction_call::stage::done;
+    call.release_after_rollback();
     return ran{};
   }
-  if (call->ended == transaction_call::ending::committed) {
-    call->current = transaction_call::stage::done;
+  if (call.ended == transaction_call::ending::committed) {
+    call.current = transaction_call::stage::done;
     if (ctx.completion == completion_mode::join_transaction)
       log(log_level::warning, fmt::format("the transaction of {} committed inside its action, so its record is written "
                                           "after the commit instead of inside it",
                                           ctx.id.to_string()));
-    call->complete_now("committed");
+    call.complete_now("committed");
     return ran{};
   }
+  if (ctx.completion == completion_mode::join_transaction) return std::nullopt;
+  call.current = transaction_call::stage::waiting;
+  return ran{};
+}
 
-  if (ctx.completion == completion_mode::join_transaction) {
+raw_outcome engine_core::completed_inside(const std::shared_ptr<transaction_call>& call, transaction& tx,
+                                          std::exception_ptr failure) {
+  if (failure) {
+    // The terminal is this failure; a later rollback only frees the key (the record stays in
+    // progress under our token after it).
+    abandon(*call);
     try {
-      store_.complete_in_transaction(ctx.id, token, call->value, ctx.ttl, tx);
+      tx.after_rollback([this, call] { release_quietly(call->ctx, call->token, "after its transaction rolled back"); });
     } catch (...) {
-      // The terminal is this failure; a later rollback only frees the key (the record stays in
-      // progress under our token after it).
-      call->current = transaction_call::stage::done;
-      call->heartbeat.cancel();
-      const auto cause = std::current_exception();
-      try {
-        tx.after_rollback([this, call] { release_quietly(call->ctx, call->token, "after its transaction rolled back"); });
-      } catch (...) {
-        // Without the callback the record stays in progress until its lease expires.
-      }
-      return completion_failed(ctx, token, cause, true);
+      // Without the callback the record stays in progress until its lease expires.
     }
+    return completion_failed(call->ctx, call->token, std::move(failure), true);
   }
   call->current = transaction_call::stage::waiting;
   return ran{};
+}
+
+raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
+                                            function_ref<void()> action, function_ref<payload()> encode) {
+  const std::shared_ptr<transaction_call> call = enter_transaction(ctx, token, tx);
+  try {
+    action();
+  } catch (...) {
+    abandon(*call);
+    action_threw(ctx, token);
+    throw;
+  }
+  std::exception_ptr encode_failure;
+  try {
+    call->value = encode();
+  } catch (...) {
+    encode_failure = std::current_exception();
+  }
+  if (std::optional<raw_outcome> terminal = action_returned(*call, std::move(encode_failure))) return *terminal;
+  std::exception_ptr failure;
+  try {
+    store_.complete_in_transaction(ctx.id, token, call->value, ctx.ttl, tx);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  return completed_inside(call, tx, std::move(failure));
+}
+
+// Asynchronously ------------------------------------------------------------------------------
+
+// One asynchronous call: the steps of run_alone, or of run_in_transaction when it is given a
+// transaction, each started by the end of the one before, so they never run at the same time.
+// Owns what it uses, the engine's core included.
+struct async_call : std::enable_shared_from_this<async_call> {
+  async_call(std::shared_ptr<engine_core> c, const context& x, transaction* t, async_action a,
+             std::function<payload()> e, async_handler<raw_outcome> d)
+      : core(std::move(c)), ctx(x), tx(t), action(std::move(a)), encode(std::move(e)), done(std::move(d)) {}
+
+  void fail(std::exception_ptr error) { done(std::move(error), raw_outcome{in_flight{}}); }
+
+  void claim(cancellation* cancel) {
+    core->store_.async_try_acquire(ctx, cancel, [self = shared_from_this()](std::exception_ptr error,
+                                                                           acquire_result claim) {
+      self->claimed(std::move(error), std::move(claim));
+    });
+  }
+
+  void claimed(std::exception_ptr error, acquire_result claim) {
+    if (error) return fail(std::move(error));
+    raw_outcome answer;
+    try {
+      if (core->answered(ctx, claim, answer)) return done(nullptr, std::move(answer));
+      token = std::get<acquired>(claim).token;
+      if (tx != nullptr) {
+        in_tx = core->enter_transaction(ctx, token, *tx);
+      } else {
+        heartbeat = core->begin_held(ctx, token);
+      }
+    } catch (...) {
+      return fail(std::current_exception());
+    }
+    action([self = shared_from_this()](std::exception_ptr failure) { self->action_ended(std::move(failure)); });
+  }
+
+  void action_ended(std::exception_ptr cause) {
+    if (cause) {
+      if (in_tx) {
+        engine_core::abandon(*in_tx);
+      } else {
+        heartbeat.cancel();
+      }
+      core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_failure) mutable {
+        self->core->action_failed(self->ctx, self->token, cause, std::move(release_failure));
+        self->fail(std::move(cause));
+      });
+      return;
+    }
+    std::exception_ptr encode_failure;
+    try {
+      value = encode();
+    } catch (...) {
+      encode_failure = std::current_exception();
+    }
+    if (in_tx) return returned_in_transaction(std::move(encode_failure));
+    if (encode_failure) return completed(std::move(encode_failure));
+    core->store_.async_complete(ctx.id, token, value, ctx.ttl,
+                                [self = shared_from_this()](std::exception_ptr failure) { self->completed(failure); });
+  }
+
+  void completed(std::exception_ptr failure) {
+    raw_outcome result;
+    try {
+      result = core->finish(ctx, token, heartbeat, value, std::move(failure));
+    } catch (...) {
+      return fail(std::current_exception());
+    }
+    done(nullptr, std::move(result));
+  }
+
+  void returned_in_transaction(std::exception_ptr encode_failure) {
+    std::optional<raw_outcome> terminal;
+    try {
+      in_tx->value = value;
+      terminal = core->action_returned(*in_tx, std::move(encode_failure));
+    } catch (...) {
+      return fail(std::current_exception());
+    }
+    if (terminal) return done(nullptr, std::move(*terminal));
+    core->store_.async_complete_in_transaction(
+        ctx.id, token, in_tx->value, ctx.ttl, *tx,
+        [self = shared_from_this()](std::exception_ptr failure) { self->completed_inside(std::move(failure)); });
+  }
+
+  void completed_inside(std::exception_ptr failure) {
+    raw_outcome result;
+    try {
+      result = core->completed_inside(in_tx, *tx, std::move(failure));
+    } catch (...) {
+      return fail(std::current_exception());
+    }
+    done(nullptr, std::move(result));
+  }
+
+  const std::shared_ptr<engine_core> core;
+  const context ctx;
+  transaction* const tx;  // null: outside a transaction
+  const async_action action;
+  const std::function<payload()> encode;
+  const async_handler<raw_outcome> done;
+  lease_token token;
+  heartbeat_scheduler::handle heartbeat;             // outside a transaction
+  std::shared_ptr<engine_core::transaction_call> in_tx;  // inside one
+  payload value;
+};
+
+void engine_core::async_run(const context& ctx, transaction* tx, async_action action, std::function<payload()> encode,
+                            cancellation* cancel, async_handler<raw_outcome> done) {
+  std::shared_ptr<async_call> call;
+  try {
+    ctx.validate();
+    if (tx != nullptr && !tx->active()) tx = nullptr;
+    if (ctx.completion == completion_mode::join_transaction)
+      check_join_possible(ctx, tx, "for this asynchronous call (give it the transaction: engine::async_run, "
+                                   "idem::async_execute(engine, ctx, tx, ...))");
+    call = std::make_shared<async_call>(shared_from_this(), ctx, tx, std::move(action), std::move(encode), done);
+  } catch (...) {
+    done(std::current_exception(), raw_outcome{in_flight{}});
+    return;
+  }
+  if (ctx.completion != completion_mode::join_transaction) return call->claim(cancel);
+  // The store's answer about the transaction comes before anything is acquired.
+  store_.async_join_problem(*tx, [call, cancel](std::exception_ptr error, std::string problem) {
+    try {
+      if (error) std::rethrow_exception(error);
+      check_join_answer(call->ctx, problem);
+    } catch (...) {
+      return call->fail(std::current_exception());
+    }
+    call->claim(cancel);
+  });
 }
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,9 +22,9 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
 
   // engine::execute's call, type-erased; see engine.hpp.
   raw_outcome run(const context& ctx, function_ref<void()> action, function_ref<payload()> encode);
-  // engine::async_run's call; see engine.hpp.
-  void async_run(const context& ctx, async_action action, std::function<payload()> encode, cancellation* cancel,
-                 async_handler<raw_outcome> done);
+  // engine::async_run's calls (`tx` null: outside a transaction); see engine.hpp.
+  void async_run(const context& ctx, transaction* tx, async_action action, std::function<payload()> encode,
+                 cancellation* cancel, async_handler<raw_outcome> done);
 
   // Hands `message` to the log sink; a sink that throws is ignored.
   void log(log_level level, std::string message) const noexcept;
@@ -52,7 +53,24 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
                         function_ref<payload()> encode);
   raw_outcome run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
                                  function_ref<void()> action, function_ref<payload()> encode);
-  void check_join(const context& ctx, transaction* tx) const;
+  // The steps of run_in_transaction, which the asynchronous call takes too. The record is held:
+  // registers the call's end with `tx`, starts the heartbeat, notifies on_acquired (releases and
+  // rethrows when that fails).
+  std::shared_ptr<transaction_call> enter_transaction(const context& ctx, const lease_token& token, transaction& tx);
+  // The action threw: the call ends here (its record is to be released).
+  static void abandon(transaction_call& call) noexcept;
+  // The action returned, and its value was encoded into the call (or `encode_failure`): the
+  // terminal if it is decided now, or nothing when the record is to be written inside the
+  // transaction next. May throw (the completion-failure policy).
+  std::optional<raw_outcome> action_returned(transaction_call& call, std::exception_ptr encode_failure);
+  // The record was written inside `tx` (`failure` null) or could not be. May throw.
+  raw_outcome completed_inside(const std::shared_ptr<transaction_call>& call, transaction& tx,
+                               std::exception_ptr failure);
+  // Why a join-transaction call cannot run (before the store is asked about `tx`): throws
+  // configuration_error. `where` says where the transaction was looked for.
+  void check_join_possible(const context& ctx, transaction* tx, std::string_view where) const;
+  // The store's answer about `tx` (empty: it can join): throws configuration_error otherwise.
+  static void check_join_answer(const context& ctx, const std::string& problem);
   // The action failed with `cause` and its record was released (`release_failure` if that failed).
   void action_failed(const context& ctx, const lease_token& token, std::exception_ptr cause,
                      std::exception_ptr release_failure) noexcept;

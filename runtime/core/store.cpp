@@ -88,4 +88,18 @@ void store::async_release(const identity& id, const lease_token& token, async_do
   detail::blocking_pool::shared().run_and_report([this, id, token] { release(id, token); }, std::move(done));
 }
 
+void store::async_join_problem(const transaction& tx, async_handler<std::string> done) const {
+  // The answer travels beside the report: run_and_report carries only whether it threw.
+  auto problem = std::make_shared<std::string>();
+  detail::blocking_pool::shared().run_and_report(
+      [this, &tx, problem] { *problem = join_problem(tx); },
+      [problem, done = std::move(done)](std::exception_ptr error) { done(std::move(error), std::move(*problem)); });
+}
+
+void store::async_complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
+                                          std::chrono::milliseconds ttl, transaction& tx, async_done done) {
+  detail::blocking_pool::shared().run_and_report(
+      [this, id, token, value, ttl, &tx] { complete_in_transaction(id, token, value, ttl, tx); }, std::move(done));
+}
+
 }  // namespace idem

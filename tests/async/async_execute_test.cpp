@@ -323,3 +323,99 @@ TEST_CASE("a memory store destroyed with waiters pending answers them store_unav
   store.reset();
   CHECK(unavailable == 10);
 }
+
+namespace {
+
+// A transaction of the caller's own kind, not bound to any thread: what an asynchronous call is
+// handed explicitly.
+class explicit_transaction final : public idem::basic_transaction {
+ public:
+  ~explicit_transaction() override { finish_rollback(); }
+  void commit() {
+    try {
+      prepare_commit();
+    } catch (...) {
+      finish_rollback();
+      throw;
+    }
+    finish_commit();
+  }
+  void rollback() { finish_rollback(); }
+};
+
+// What a look at `id` finds right now, without waiting.
+std::string look(idem::store& store, const idem::identity& id) {
+  idem::context ctx{.id = id, .ttl = 1h, .lease = 30s, .wait = 0ms};
+  ctx.validate();
+  auto answer = store.try_acquire(ctx);
+  if (auto* a = std::get_if<idem::acquired>(&answer)) {
+    store.release(id, a->token);
+    return "free";
+  }
+  if (std::holds_alternative<idem::duplicate>(answer)) return "complete";
+  return "held";
+}
+
+}  // namespace
+
+TEST_CASE("an asynchronous call given a transaction completes its record when the transaction commits") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  const auto committed = engine.make_context("Tx.async", "committed");
+  const auto rolled_back = engine.make_context("Tx.async", "rolled-back");
+  std::vector<std::string> seen;
+  int runs = 0;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        {
+          explicit_transaction tx;
+          auto o = co_await idem::async_execute(engine, committed, tx, [&] { return ++runs; }, idem::json_codec{},
+                                                asio::use_awaitable);
+          CHECK(o.ran());
+          seen.push_back(look(store, committed.id));  // held until the commit
+          tx.commit();
+          seen.push_back(look(store, committed.id));
+        }
+        {
+          explicit_transaction tx;
+          auto o = co_await idem::async_execute(engine, rolled_back, tx, [&] { return ++runs; }, idem::json_codec{},
+                                                asio::use_awaitable);
+          CHECK(o.ran());
+          tx.rollback();
+          seen.push_back(look(store, rolled_back.id));  // released: a retry runs again
+        }
+        // A thread's transaction plays no part: only the one handed to the call.
+        auto alone = co_await idem::async_execute(engine, engine.make_context("Tx.async", "alone"),
+                                                  [&] { return ++runs; }, idem::json_codec{}, asio::use_awaitable);
+        CHECK(alone.ran());
+        seen.push_back(look(store, idem::identity("Tx.async", "alone")));
+      },
+      asio::detached);
+  io.run();
+  CHECK(runs == 3);
+  CHECK(seen == std::vector<std::string>{"held", "complete", "free", "complete"});
+}
+
+TEST_CASE("an asynchronous join-transaction call without a transaction, or on a store that cannot join, is refused") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  idem::context join = engine.make_context("Tx.join", "k");
+  join.completion = idem::completion_mode::join_transaction;
+  explicit_transaction tx;
+  std::promise<std::string> refused;
+  idem::async_execute(engine, join, tx, [] {}, [&](std::exception_ptr e, idem::outcome<void>) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const idem::configuration_error& error) {
+      refused.set_value(error.what());
+    } catch (...) {
+      refused.set_value("another error");
+    }
+  });
+  auto answer = refused.get_future();
+  REQUIRE(answer.wait_for(10s) == std::future_status::ready);
+  CHECK_THAT(answer.get(), Catch::Contains("cannot complete inside a caller's transaction"));
+  CHECK(store.size() == 0);
+}

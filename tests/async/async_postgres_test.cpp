@@ -22,6 +22,7 @@
 #include <idem/asio.hpp>
 #include <idem/idem.hpp>
 #include <idem/postgres_store.hpp>
+#include <idem/postgres_transaction.hpp>
 
 #include "burst.hpp"
 #include "postgres/postgres_test_support.hpp"
@@ -169,4 +170,129 @@ TEST_CASE("a PostgreSQL store may be let go of in the completion of its last cal
     io.run();
     CHECK(replays == 1);
   }
+}
+
+namespace {
+
+// A private schema with an orders table, a store on it driving its statements on `io`, and the
+// caller's own connection, on which the transactions run.
+struct order_fixture {
+  explicit order_fixture(asio::io_context& io)
+      : schema("async_orders"),
+        store([&] {
+          auto o = options_for("async-tx", &io);
+          o.conninfo = schema.conninfo();
+          return o;
+        }()),
+        conn(schema.conninfo()) {
+    conn.query("CREATE TABLE orders (id text PRIMARY KEY)");
+  }
+  std::string orders(const std::string& id) { return conn.scalar("SELECT count(*) FROM orders WHERE id = $1", {id}); }
+  std::string status(const idem::identity& id) {
+    return conn.scalar(
+        "SELECT coalesce(max(status), 'absent') FROM idem_records WHERE scope = $1 AND key_digest = "
+        "sha256(convert_to($2, 'UTF8'))",
+        {id.scope(), id.key()});
+  }
+
+  idem::pg_test::private_schema schema;
+  idem::postgres_store store;
+  idem::pg_test::raw_connection conn;
+};
+
+}  // namespace
+
+TEST_CASE("on PostgreSQL, an asynchronous join-transaction call writes its record inside the transaction it is given") {
+  asio::io_context io;
+  order_fixture f(io);
+  idem::engine engine{f.store, idem::test::quiet_config()};
+  const idem::call_options joined{.completion = idem::completion_mode::join_transaction};
+  const std::string kept = idem::pg_test::unique_name("kept");
+  const std::string undone = idem::pg_test::unique_name("undone");
+  const auto kept_ctx = engine.make_context("Orders.async", kept, joined);
+  const auto undone_ctx = engine.make_context("Orders.async", undone, joined);
+  int runs = 0;
+  std::string inside_tx;
+  std::string seen_by_others;
+  std::string after_rollback;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        {
+          idem::postgres_transaction tx{f.conn.get()};
+          auto o = co_await idem::async_execute(
+              engine, kept_ctx, tx,
+              [&] {
+                ++runs;
+                f.conn.query("INSERT INTO orders (id) VALUES ($1)", {kept});
+                return 1;
+              },
+              idem::json_codec{}, asio::use_awaitable);
+          CHECK(o.ran());
+          inside_tx = f.status(kept_ctx.id);  // on the transaction's own connection
+          idem::pg_test::raw_connection other{f.schema.conninfo()};
+          seen_by_others = other.scalar("SELECT status FROM idem_records WHERE scope = $1 AND status = 'in_progress'",
+                                        {kept_ctx.id.scope()});
+          tx.commit();
+        }
+        {
+          idem::postgres_transaction tx{f.conn.get()};
+          auto o = co_await idem::async_execute(
+              engine, undone_ctx, tx,
+              [&] {
+                ++runs;
+                f.conn.query("INSERT INTO orders (id) VALUES ($1)", {undone});
+                return 2;
+              },
+              idem::json_codec{}, asio::use_awaitable);
+          CHECK(o.ran());
+          tx.rollback();  // the order and its record go together: the key is free again
+        }
+        after_rollback = f.status(undone_ctx.id);
+      },
+      asio::detached);
+  io.run();
+  CHECK(runs == 2);
+  CHECK(inside_tx == "complete");
+  CHECK(seen_by_others == "in_progress");  // invisible to others until the commit
+  CHECK(f.orders(kept) == "1");
+  CHECK(f.status(kept_ctx.id) == "complete");
+  CHECK(f.orders(undone) == "0");
+  CHECK(after_rollback == "absent");
+  // The committed one replays; the rolled-back one runs again.
+  auto replay = engine.execute(engine.make_context("Orders.async", kept), [] { return 0; }, idem::json_codec{});
+  CHECK(replay.is_replay());
+  CHECK(replay.value() == 1);
+  auto again = engine.execute(engine.make_context("Orders.async", undone), [] { return 3; }, idem::json_codec{});
+  CHECK(again.ran());
+}
+
+TEST_CASE("on PostgreSQL, an asynchronous join-transaction call refuses a transaction on another database") {
+  asio::io_context io;
+  order_fixture f(io);
+  idem::engine engine{f.store, idem::test::quiet_config()};
+  // The caller's connection reaches no idem_records table of the store's (another schema).
+  idem::pg_test::private_schema elsewhere("async_elsewhere");
+  idem::pg_test::raw_connection foreign{elsewhere.conninfo()};
+  foreign.query("DROP TABLE idem_records");
+  const auto ctx = engine.make_context("Orders.async", idem::pg_test::unique_name("refused"),
+                                       {.completion = idem::completion_mode::join_transaction});
+  bool refused = false;
+  int runs = 0;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        idem::postgres_transaction tx{foreign.get()};
+        try {
+          co_await idem::async_execute(engine, ctx, tx, [&] { return ++runs; }, idem::json_codec{}, asio::use_awaitable);
+        } catch (const idem::configuration_error&) {
+          refused = true;
+        }
+        tx.rollback();
+      },
+      asio::detached);
+  io.run();
+  CHECK(refused);
+  CHECK(runs == 0);
+  CHECK(f.status(ctx.id) == "absent");  // nothing acquired
 }
