@@ -7,6 +7,8 @@
 #include <system_error>
 #include <vector>
 
+#include <idem/deadline.hpp>
+
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/eventfd.h>
@@ -73,7 +75,7 @@ reactor::id reactor::add_locked(int fd, watch what, std::span<char> buffer, cloc
   registered_.emplace(name, registration{std::move(h), fd, what, buffer, deadline});
   deadlines_.emplace(std::pair{deadline, name}, name);
   if (fd >= 0) ++descriptors_;
-  const clock::time_point noticed = fd >= 0 ? deadline + descriptor_slack : deadline;
+  const clock::time_point noticed = fd >= 0 ? saturating_add(deadline, descriptor_slack) : deadline;
   if (noticed < sleeping_until_) wake_thread();
   return name;
 }

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <variant>
 
+#include "../core/pending_calls.hpp"
 #include "store_impl.hpp"
 
 namespace idem {
@@ -203,25 +204,12 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
   event_loop::id timer = 0;
   std::uint64_t generation = 0;
 
-  bool cancellable() const { return cancel != nullptr && ctx.wait > milliseconds(0); }
-
   void start() {
-    if (cancellable()) {
-      const bool installed = cancel->install([weak = weak_from_this()] {
-        if (auto self = weak.lock()) self->end_early(std::make_exception_ptr(operation_cancelled()));
-      });
-      if (!installed) {
-        done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
-        return;
-      }
+    if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_claim::cancelled)) {
+      done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+      return;
     }
-    bool going = false;
-    {
-      std::lock_guard lock(s.pending_mutex);
-      going = s.stopping;
-      if (!going) s.pending.insert(shared_from_this());
-    }
-    if (going) return end_early(std::make_exception_ptr(going_error()));
+    if (!s.pending.add(shared_from_this())) return end_early(std::make_exception_ptr(going_error()));
     std::unique_lock lock(mutex);
     attempts.emplace(s, ctx, deadline);
     send(lock);
@@ -314,6 +302,8 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
     send(lock);
   }
 
+  void cancelled() { end_early(std::make_exception_ptr(operation_cancelled())); }
+
   // Cancelled, or the store is going.
   void end_early(std::exception_ptr why) {
     std::unique_lock lock(mutex);
@@ -336,11 +326,8 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
     if (!claiming) attempts.reset();  // else the claim out now lets go of it
     lock.unlock();
     std::shared_ptr<async_claim> keep = shared_from_this();
-    {
-      std::lock_guard pending_lock(s.pending_mutex);
-      s.pending.erase(keep);
-    }
-    if (cancellable()) cancel->clear();
+    s.pending.remove(keep);
+    if (detail::can_cancel(cancel, ctx)) cancel->clear();
     async_handler<acquire_result> report = std::move(done);
     report(std::move(error), std::move(result));
   }
@@ -348,10 +335,7 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
   // A record acquired after the caller stopped waiting is released (a store that is going
   // leaves it to its lease).
   void give_back(const lease_token& token) {
-    {
-      std::lock_guard lock(s.pending_mutex);
-      if (s.stopping) return;
-    }
+    if (s.pending.stopping()) return;
     const digest d = ctx.id.key_digest();
     std::make_shared<async_fenced>(
         s, fenced_call(s, statement_id::release, "release", ctx.id, release_params(ctx.id, d, token), std::pair{d, token}),
@@ -361,13 +345,7 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
 };
 
 void postgres_store::impl::stop_async() {
-  std::unordered_set<std::shared_ptr<async_claim>> left;
-  {
-    std::lock_guard lock(pending_mutex);
-    stopping = true;
-    left.swap(pending);
-  }
-  for (const auto& op : left) op->end_early(std::make_exception_ptr(op->going_error()));
+  for (const auto& op : pending.take_all()) op->end_early(std::make_exception_ptr(op->going_error()));
   pool.stop_async(std::make_exception_ptr(pg_error(failure::connect_failed, "the store is shutting down")));
   loop.stop();  // answers what is still registered (statements in flight fail, their callers hear it)
 }

@@ -19,11 +19,11 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <unordered_set>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "../core/pending_calls.hpp"
 #include "../core/store_loop.hpp"
 #include "cancel_worker.hpp"
 #include "connection_pool.hpp"
@@ -155,9 +155,7 @@ struct postgres_store::impl {
   detail::pg::connection_pool pool;
   detail::pg::notification_listener listener;
 
-  std::mutex pending_mutex;
-  std::unordered_set<std::shared_ptr<async_claim>> pending;
-  bool stopping = false;
+  detail::pending_calls<async_claim> pending;
 
   // Unanswered claims and releases (remember_unanswered) and the thread that settles them,
   // started on first use.

@@ -9,6 +9,7 @@
 
 #include <idem/async.hpp>
 
+#include "../core/pending_calls.hpp"
 #include "record_wait.hpp"
 #include "store_impl.hpp"
 
@@ -43,14 +44,9 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
   std::uint64_t generation = 0;
 
   void start() {
-    if (cancel != nullptr && ctx.wait > milliseconds{0}) {
-      const bool installed = cancel->install([weak = weak_from_this()] {
-        if (auto self = weak.lock()) self->cancelled();
-      });
-      if (!installed) {
-        done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
-        return;
-      }
+    if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_acquire::cancelled)) {
+      done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+      return;
     }
     {
       std::lock_guard lock(mutex);
@@ -188,7 +184,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
     stop_waiting_locked();
     wait.reset();  // unwatches the channel
     lock.unlock();
-    if (cancel != nullptr && ctx.wait > milliseconds{0}) cancel->clear();
+    if (detail::can_cancel(cancel, ctx)) cancel->clear();
     done(std::move(error), std::move(result));
   }
 

@@ -30,6 +30,7 @@
 
 #include <idem/detail/attributes_codec.hpp>
 #include "../core/blocking_pool.hpp"
+#include "../core/pending_calls.hpp"
 #include "../core/timer_queue.hpp"
 #include "record_waiters.hpp"
 #include "sqlite_connection.hpp"
@@ -255,9 +256,7 @@ struct sqlite_store::state {
   std::shared_ptr<detail::record_waiters> waiters = std::make_shared<detail::record_waiters>();
 
   // Asynchronous try_acquire calls that have not answered, for the destructor to answer.
-  std::mutex pending_mutex;
-  std::unordered_set<std::shared_ptr<async_acquire>> pending;
-  bool stopping = false;
+  detail::pending_calls<async_acquire> pending;
   // Last, so that they go first: what their tasks use is still there.
   detail::timer_queue timers;        // an asynchronous wait's time
   detail::blocking_pool workers{2};  // asynchronous calls' looks, claims, completions, releases
@@ -738,22 +737,12 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
   detail::timer_queue::timer timer;
   std::uint64_t generation = 0;
 
-  bool cancellable() const { return cancel != nullptr && ctx.wait > milliseconds(0); }
-
   void start() {
-    if (cancellable()) {
-      const bool installed = cancel->install([weak = weak_from_this()] {
-        if (auto self = weak.lock()) self->end_early(std::make_exception_ptr(operation_cancelled()));
-      });
-      if (!installed) {
-        done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
-        return;
-      }
+    if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_acquire::cancelled)) {
+      done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
+      return;
     }
-    {
-      std::lock_guard lock(s.pending_mutex);
-      if (!s.stopping) s.pending.insert(shared_from_this());
-    }
+    if (!s.pending.add(shared_from_this())) return end_early(std::make_exception_ptr(destroyed_error()));
     post_attempt();
   }
 
@@ -826,6 +815,14 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
     post_attempt();
   }
 
+  void cancelled() { end_early(std::make_exception_ptr(operation_cancelled())); }
+
+  store_unavailable_error destroyed_error() const {
+    return store_unavailable_error(
+        describe("try_acquire", ctx.id) + ": the store was destroyed while the caller waited", "try_acquire",
+        ctx.id.to_string());
+  }
+
   // Cancelled, or the store is going.
   void end_early(std::exception_ptr why) {
     std::unique_lock lock(mutex);
@@ -846,21 +843,14 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
     stop_waiting_locked();
     if (!attempting) attempts.reset();  // else the attempt running now lets go of it
     lock.unlock();
-    std::shared_ptr<async_acquire> keep = shared_from_this();
-    {
-      std::lock_guard pending_lock(s.pending_mutex);
-      s.pending.erase(keep);
-    }
-    if (cancellable()) cancel->clear();
+    s.pending.remove(shared_from_this());
+    if (detail::can_cancel(cancel, ctx)) cancel->clear();
     done(std::move(error), std::move(result));
   }
 
   // A store being destroyed keeps the record in progress until its lease expires.
   void release_quietly(const lease_token& token) {
-    {
-      std::lock_guard lock(s.pending_mutex);
-      if (s.stopping) return;
-    }
+    if (s.pending.stopping()) return;
     try {
       owner.release(ctx.id, token);
     } catch (...) {
@@ -870,18 +860,9 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
 };
 
 sqlite_store::state::~state() {
-  std::unordered_set<std::shared_ptr<async_acquire>> left;
-  {
-    std::lock_guard lock(pending_mutex);
-    stopping = true;
-    left.swap(pending);
-  }
+  const auto left = pending.take_all();
   timers.stop();  // drops the waits' timers: they are answered here
-  for (const auto& op : left) {
-    op->end_early(std::make_exception_ptr(store_unavailable_error(
-        describe("try_acquire", op->ctx.id) + ": the store was destroyed while the caller waited", "try_acquire",
-        op->ctx.id.to_string())));
-  }
+  for (const auto& op : left) op->end_early(std::make_exception_ptr(op->destroyed_error()));
 }
 
 void sqlite_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {

@@ -31,6 +31,7 @@
 #include <idem/idem.hpp>
 
 #include "burst.hpp"
+#include "support/test_transaction.hpp"
 #include "support/eventually.hpp"
 
 namespace {
@@ -326,23 +327,6 @@ TEST_CASE("a memory store destroyed with waiters pending answers them store_unav
 
 namespace {
 
-// A transaction of the caller's own kind, not bound to any thread: what an asynchronous call is
-// handed explicitly.
-class explicit_transaction final : public idem::basic_transaction {
- public:
-  ~explicit_transaction() override { finish_rollback(); }
-  void commit() {
-    try {
-      prepare_commit();
-    } catch (...) {
-      finish_rollback();
-      throw;
-    }
-    finish_commit();
-  }
-  void rollback() { finish_rollback(); }
-};
-
 // What a look at `id` finds right now, without waiting.
 std::string look(idem::store& store, const idem::identity& id) {
   idem::context ctx{.id = id, .ttl = 1h, .lease = 30s, .wait = 0ms};
@@ -370,7 +354,7 @@ TEST_CASE("an asynchronous call given a transaction completes its record when th
       io,
       [&]() -> asio::awaitable<void> {
         {
-          explicit_transaction tx;
+          idem::test::unbound_transaction tx;
           auto o = co_await idem::async_execute(engine, committed, tx, [&] { return ++runs; }, idem::json_codec{},
                                                 asio::use_awaitable);
           CHECK(o.ran());
@@ -379,7 +363,7 @@ TEST_CASE("an asynchronous call given a transaction completes its record when th
           seen.push_back(look(store, committed.id));
         }
         {
-          explicit_transaction tx;
+          idem::test::unbound_transaction tx;
           auto o = co_await idem::async_execute(engine, rolled_back, tx, [&] { return ++runs; }, idem::json_codec{},
                                                 asio::use_awaitable);
           CHECK(o.ran());
@@ -403,7 +387,7 @@ TEST_CASE("an asynchronous join-transaction call without a transaction, or on a 
   idem::engine engine{store, quiet_config()};
   idem::context join = engine.make_context("Tx.join", "k");
   join.completion = idem::completion_mode::join_transaction;
-  explicit_transaction tx;
+  idem::test::unbound_transaction tx;
   std::promise<std::string> refused;
   idem::async_execute(engine, join, tx, [] {}, [&](std::exception_ptr e, idem::outcome<void>) {
     try {

@@ -75,59 +75,7 @@ TEST_CASE("on Redis, a duplicate cancelled while it waits ends with operation_ab
   auto store = store_for("cancel");
   idem::engine engine{*store, idem::test::quiet_config()};
   asio::io_context io;
-  asio::cancellation_signal cancel;
-  asio::steady_timer holder_done(io, 30s);
-  bool aborted = false;
-  bool holder_ran = false;
-  int duplicate_runs = 0;
-  auto ctx = engine.make_context("Cancel.redis", "k", {.wait = 20s});
-
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        auto o = co_await idem::async_execute(
-            engine, ctx,
-            [&]() -> asio::awaitable<int> {
-              holder_ran = true;
-              co_await holder_done.async_wait(asio::as_tuple(asio::use_awaitable));
-              co_return 7;
-            },
-            idem::json_codec{}, asio::use_awaitable);
-        CHECK(o.ran());
-      },
-      asio::detached);
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        // Started once the holder runs: the duplicate then finds the record busy and waits.
-        while (!holder_ran) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
-        idem::async_execute(
-            engine, ctx, [&] { return ++duplicate_runs; }, idem::json_codec{},
-            asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, idem::outcome<int>) {
-              try {
-                if (e) std::rethrow_exception(e);
-              } catch (const boost::system::system_error& error) {
-                aborted = error.code() == asio::error::operation_aborted;
-              }
-              holder_done.cancel();  // let the holder finish once the duplicate is answered
-            }));
-        co_return;
-      },
-      asio::detached);
-  std::thread canceller([&] {
-    // Cancels once the duplicate is counted among the store's waiters (an event, not a sleep).
-    REQUIRE(eventually([&] { return store->waiting() == 1; }, 20s));
-    asio::post(io, [&] { cancel.emit(asio::cancellation_type::all); });
-  });
-  io.run();
-  canceller.join();
-  CHECK(aborted);
-  CHECK(duplicate_runs == 0);
-  CHECK(store->waiting() == 0);
-  // The holder's completion stands: a later call replays it.
-  auto replay = engine.execute(ctx, [] { return 0; }, idem::json_codec{});
-  CHECK(replay.is_replay());
-  CHECK(replay.value() == 7);
+  idem::test::check_cancelled_duplicate(io, engine, *store, "Cancel.redis", "k");
 }
 
 TEST_CASE("a Redis store destroyed with a duplicate waiting answers it store_unavailable_error") {
@@ -147,27 +95,12 @@ TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate 
 }
 
 TEST_CASE("a Redis store may be let go of in the completion of its last call, on either event loop") {
-  for (bool on_loop : {false, true}) {
-    asio::io_context io;
-    int replays = 0;
-    // The coroutine owns the store: it is destroyed when the coroutine ends, inside the completion
-    // of its last call (on the store's own thread or on `io`).
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          idem::redis_store_options options = idem::redis_test::test_options(
-              idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("let-go"));
-          if (on_loop) options.event_loop = std::make_shared<idem::asio::event_loop>(io);
-          auto store = std::make_unique<idem::redis_store>(options);
-          idem::engine engine{*store, idem::test::quiet_config()};
-          auto ctx = engine.make_context("LetGo.redis", "k");
-          for (int i = 0; i < 2; ++i) {
-            auto o = co_await idem::async_execute(engine, ctx, [] { return 5; }, idem::json_codec{}, asio::use_awaitable);
-            if (o.is_replay() && o.value() == 5) ++replays;
-          }
-        },
-        asio::detached);
-    io.run();
-    CHECK(replays == 1);
-  }
+  idem::test::check_let_go(
+      [](asio::io_context* io) {
+        idem::redis_store_options options = idem::redis_test::test_options(idem::redis_test::fixture_address(),
+                                                                           idem::redis_test::unique_prefix("let-go"));
+        if (io != nullptr) options.event_loop = std::make_shared<idem::asio::event_loop>(*io);
+        return std::make_unique<idem::redis_store>(options);
+      },
+      "LetGo.redis", "k");
 }

@@ -1,6 +1,6 @@
 // tests/async/burst.hpp — what the asynchronous cases of every store share: a burst of duplicate
-// calls on one io_context thread and what it must show, the process's thread count, and a store
-// destroyed with a duplicate waiting.
+// calls on one io_context thread and what it must show, the process's thread count, a duplicate
+// cancelled while it waits, and a store destroyed with a duplicate waiting.
 #pragma once
 
 #include <algorithm>
@@ -8,14 +8,19 @@
 #include <cstddef>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <variant>
 
 #include <catch2/catch.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -133,6 +138,93 @@ inline void check_burst(const burst_result& few, const burst_result& many, const
   WARN("1,000 calls " << where << " on one io_context thread took " << many.took.count()
                       << " ms (a blocking loop: 25 s); " << many.peak_threads << " threads with 1,000 calls, "
                       << few.peak_threads << " with 10");
+}
+
+// A duplicate of a call whose awaitable action is still running is cancelled (Asio per-operation
+// cancellation) once `store` counts it among its waiters: it must end with operation_aborted, its
+// action never run, and the holder's completion must stand (replayed afterwards). Runs `io`.
+inline void check_cancelled_duplicate(boost::asio::io_context& io, idem::engine& engine, const idem::store& store,
+                                      const std::string& scope, const std::string& key) {
+  using namespace burst_detail;
+  asio::cancellation_signal cancel;
+  asio::steady_timer holder_done(io, 30s);
+  bool aborted = false;
+  bool holder_ran = false;
+  int duplicate_runs = 0;
+  auto ctx = engine.make_context(scope, key, {.wait = 20s});
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto o = co_await idem::async_execute(
+            engine, ctx,
+            [&]() -> asio::awaitable<int> {
+              holder_ran = true;
+              co_await holder_done.async_wait(asio::as_tuple(asio::use_awaitable));
+              co_return 7;
+            },
+            idem::json_codec{}, asio::use_awaitable);
+        CHECK(o.ran());
+      },
+      asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // Started once the holder runs: the duplicate then finds the record held and waits.
+        while (!holder_ran) co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+        idem::async_execute(
+            engine, ctx, [&] { return ++duplicate_runs; }, idem::json_codec{},
+            asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e, idem::outcome<int>) {
+              try {
+                if (e) std::rethrow_exception(e);
+              } catch (const boost::system::system_error& error) {
+                aborted = error.code() == asio::error::operation_aborted;
+              }
+              holder_done.cancel();  // let the holder finish once the duplicate is answered
+            }));
+        co_return;
+      },
+      asio::detached);
+  std::thread canceller([&] {
+    // Cancels once the duplicate is counted among the store's waiters (an event, not a sleep).
+    REQUIRE(idem::test::eventually([&] { return store.waiting() == 1; }, 20s));
+    asio::post(io, [&] { cancel.emit(asio::cancellation_type::all); });
+  });
+  io.run();
+  canceller.join();
+  CHECK(aborted);
+  CHECK(duplicate_runs == 0);
+  CHECK(store.waiting() == 0);
+  auto replay = engine.execute(ctx, [] { return 0; }, idem::json_codec{});
+  CHECK(replay.is_replay());
+  CHECK(replay.value() == 7);
+}
+
+// A store let go of inside the completion of its last call (on the store's own thread, or on the
+// io_context when `make_store` hands it one as its event loop) must finish cleanly. `make_store(io)`
+// makes the store; `io` is null for the store's own loop.
+inline void check_let_go(const std::function<std::unique_ptr<idem::store>(boost::asio::io_context*)>& make_store,
+                         const std::string& scope, const std::string& key) {
+  using namespace burst_detail;
+  for (bool on_loop : {false, true}) {
+    asio::io_context io;
+    int replays = 0;
+    // The coroutine owns the store: it is destroyed when the coroutine ends, inside the completion
+    // of its last call (on the store's own thread or on `io`).
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          std::unique_ptr<idem::store> store = make_store(on_loop ? &io : nullptr);
+          idem::engine engine{*store, idem::test::quiet_config()};
+          auto ctx = engine.make_context(scope, key + (on_loop ? ".loop" : ".own"));
+          for (int i = 0; i < 2; ++i) {
+            auto o = co_await idem::async_execute(engine, ctx, [] { return 5; }, idem::json_codec{}, asio::use_awaitable);
+            if (o.is_replay() && o.value() == 5) ++replays;
+          }
+        },
+        asio::detached);
+    io.run();
+    CHECK(replays == 1);
+  }
 }
 
 // A duplicate waits on `store` (its holder never finishes); then the store is destroyed: the wait

@@ -10,39 +10,11 @@
 #include <stdexcept>
 
 #ifdef IDEM_PG_TEST_EVENT_LOOP
-#include <thread>
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-
-#include <idem/asio_event_loop.hpp>
+#include "support/shared_io.hpp"
 #endif
 
 namespace idem::pg_test {
 
-#ifdef IDEM_PG_TEST_EVENT_LOOP
-namespace {
-
-// The io_context every store of this test binary drives its statements on (options.event_loop),
-// run by a thread of its own for the binary's life.
-struct shared_io {
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work = boost::asio::make_work_guard(io);
-  std::shared_ptr<idem::asio::event_loop> loop = std::make_shared<idem::asio::event_loop>(io);
-  std::thread runner{[this] { io.run(); }};
-  ~shared_io() {
-    work.reset();
-    runner.join();
-  }
-};
-
-}  // namespace
-
-std::shared_ptr<idem::event_loop> test_event_loop() {
-  static shared_io shared;
-  return shared.loop;
-}
-#endif
 
 const std::string& conninfo() {
   static const std::string value = [] {
@@ -80,7 +52,7 @@ idem::postgres_store_options store_options(std::string_view hint) {
   o.application_name = unique_name(hint);
   o.log = nullptr;
 #ifdef IDEM_PG_TEST_EVENT_LOOP
-  o.event_loop = test_event_loop();
+  o.event_loop = idem::test::shared_test_event_loop();
 #endif
   return o;
 }

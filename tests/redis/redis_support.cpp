@@ -9,12 +9,7 @@
 #include <catch2/catch.hpp>
 
 #ifdef IDEM_REDIS_TEST_EVENT_LOOP
-#include <thread>
-
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-
-#include <idem/asio_event_loop.hpp>
+#include "support/shared_io.hpp"
 #endif
 
 #include <idem/lease_token.hpp>
@@ -83,29 +78,6 @@ std::string unique_prefix(std::string_view hint) {
   return "idem-test:" + std::string(hint) + ":" + lease_token::generate().to_string().substr(0, 12) + ":";
 }
 
-#ifdef IDEM_REDIS_TEST_EVENT_LOOP
-namespace {
-
-// The io_context every store of this test binary reads its replies on (options.event_loop), run by
-// a thread of its own for the binary's life.
-struct shared_io {
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work = boost::asio::make_work_guard(io);
-  std::shared_ptr<idem::asio::event_loop> loop = std::make_shared<idem::asio::event_loop>(io);
-  std::thread runner{[this] { io.run(); }};
-  ~shared_io() {
-    work.reset();
-    runner.join();
-  }
-};
-
-std::shared_ptr<idem::event_loop> test_event_loop() {
-  static shared_io shared;
-  return shared.loop;
-}
-
-}  // namespace
-#endif
 
 redis_store_options test_options(const address& where, std::string prefix) {
   redis_store_options o;
@@ -115,7 +87,7 @@ redis_store_options test_options(const address& where, std::string prefix) {
   o.connect_timeout = 500ms;
   o.command_timeout = 2s;
 #ifdef IDEM_REDIS_TEST_EVENT_LOOP
-  o.event_loop = test_event_loop();
+  o.event_loop = idem::test::shared_test_event_loop();
 #endif
   if (is_cluster_seed(where)) {
     const auto nodes = cluster_nodes();

@@ -1,6 +1,8 @@
 // tests/unit/engine_support.hpp — a recording listener, a recording log sink and a test transaction.
 #pragma once
 
+#include "support/test_transaction.hpp"
+
 #include <exception>
 #include <mutex>
 #include <string>
@@ -66,28 +68,6 @@ struct recording_log {
     std::lock_guard lock(*mutex);
     return *records;
   }
-};
-
-// A transaction with nothing behind it but the engine's callbacks: enough to test how the engine
-// takes part in one. Bound to the creating thread for its lifetime.
-class test_transaction : public basic_transaction {
- public:
-  test_transaction() : binding_(*this) {}
-  ~test_transaction() override { finish_rollback(); }
-  // Like a real transaction: a before-commit check that throws rolls back and propagates.
-  void commit() {
-    try {
-      prepare_commit();
-    } catch (...) {
-      finish_rollback();
-      throw;
-    }
-    finish_commit();
-  }
-  void rollback() { finish_rollback(); }
-
- private:
-  transaction_binding binding_;
 };
 
 }  // namespace idem::test
