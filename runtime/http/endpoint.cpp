@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <exception>
 #include <stdexcept>
 #include <utility>
@@ -146,7 +147,7 @@ response problem(int status, std::string_view title, std::string_view detail) {
 namespace {
 
 // The answer when the handler threw: its record was released, so the same key may be retried.
-response handler_failed() {
+response handler_failed_answer() {
   return problem(500, "Internal error", "The request failed and may be retried with the same key.");
 }
 
@@ -183,114 +184,200 @@ response endpoint::too_large() const {
                  "The body exceeds " + std::to_string(options_.protocol.max_body_bytes) + " bytes.");
 }
 
-response endpoint::run(const claim& c, const request_view& request, detail::function_ref<response()> handler) const {
-  const protocol_options& o = options_.protocol;
-  auto report = [&](log_level level, std::string message) noexcept {
-    if (!o.log) return;
+// One guarded request, from its key to its answer: the steps that the blocking run() and the
+// asynchronous async_run() take alike, so that every rule is written once.
+class endpoint::guarded_call {
+ public:
+  guarded_call(const endpoint& ep, const claim& c) : ep_(ep), o_(ep.options_.protocol), key_(c.key) {}
+
+  // The record's context from the key, the tenant and the request's fingerprint; or the answer
+  // when that fails.
+  std::optional<response> prepare(const request_view& request) {
+    std::string record_key = key_;
+    std::string fingerprint_bytes;
     try {
-      o.log(log_record{level, "idem http: " + message});
-    } catch (...) {  // a sink that throws is ignored
+      if (o_.tenant) {
+        const std::string tenant = o_.tenant(request);
+        const auto digest = sha256(std::to_string(tenant.size()) + ':' + tenant + key_);
+        record_key = to_hex(digest.data(), digest.size());
+      }
+      if (o_.fingerprint) {
+        fingerprint_bytes = o_.fingerprint(request);
+      } else {
+        fingerprint_bytes.reserve(request.method().size() + request.target().size() + request.body().size() + 2);
+        fingerprint_bytes.append(request.method()).append(1, '\n').append(request.target()).append(1, '\n');
+        fingerprint_bytes.append(request.body());
+      }
+    } catch (const std::exception& e) {
+      report(log_level::error, std::string(ep_.options_.scope) +
+                                   ": the tenant resolver or fingerprint function threw: " +
+                                   replace_all(e.what(), key_, "#<key>"));
+      return problem(500, "Internal error", "The request could not be processed.");
     }
-  };
-
-  std::string record_key = c.key;
-  std::string fingerprint_bytes;
-  try {
-    if (o.tenant) {
-      const std::string tenant = o.tenant(request);
-      const auto digest = sha256(std::to_string(tenant.size()) + ':' + tenant + c.key);
-      record_key = to_hex(digest.data(), digest.size());
-    }
-    if (o.fingerprint) {
-      fingerprint_bytes = o.fingerprint(request);
-    } else {
-      fingerprint_bytes.reserve(request.method().size() + request.target().size() + request.body().size() + 2);
-      fingerprint_bytes.append(request.method()).append(1, '\n').append(request.target()).append(1, '\n');
-      fingerprint_bytes.append(request.body());
-    }
-  } catch (const std::exception& e) {
-    report(log_level::error, std::string(options_.scope) + ": the tenant resolver or fingerprint function threw: " +
-                                 replace_all(e.what(), c.key, "#<key>"));
-    return problem(500, "Internal error", "The request could not be processed.");
-  }
-  const auto fp_digest = sha256(fingerprint_bytes);
-
-  std::optional<context> ctx;
-  try {
-    ctx.emplace(engine_.make_context(options_.scope, std::move(record_key), options_.call,
-                                     to_hex(fp_digest.data(), fp_digest.size())));
-  } catch (const std::exception& e) {  // validated at construction; only a broken invariant lands here
-    report(log_level::error, options_.scope + ": cannot build the context: " + e.what());
-    return problem(500, "Internal error", "The request could not be processed.");
-  }
-  auto record = [&] { return ctx->id.to_string(); };  // only for log lines: it costs a SHA-256
-
-  response first;
-  bool ran = false;
-  bool handler_threw = false;
-  auto action = [&]() -> payload {
-    ran = true;
+    const auto fp_digest = sha256(fingerprint_bytes);
     try {
-      first = handler();
-    } catch (...) {
-      handler_threw = true;
-      throw;
+      ctx_.emplace(ep_.engine_.make_context(ep_.options_.scope, std::move(record_key), ep_.options_.call,
+                                            to_hex(fp_digest.data(), fp_digest.size())));
+    } catch (const std::exception& e) {  // validated at construction; only a broken invariant lands here
+      report(log_level::error, ep_.options_.scope + ": cannot build the context: " + e.what());
+      return problem(500, "Internal error", "The request could not be processed.");
     }
-    erase_named(first, replay_marker);  // only idem says a response is a replay
-    if (first.status >= 500 && !o.store_server_errors) throw not_stored{};
-    response stored = first;
+    return std::nullopt;
+  }
+
+  const context& ctx() const { return *ctx_; }
+
+  // The handler is about to run.
+  void started() noexcept { ran_ = true; }
+  // The handler threw (its record is released: a retry runs it again).
+  void handler_failed() noexcept { handler_threw_ = true; }
+
+  // What the handler answered becomes the first caller's answer; returns what is stored for
+  // replay. Throws not_stored for a 5xx that is not to be stored (the record is released).
+  payload answered(response r) {
+    first_ = std::move(r);
+    erase_named(first_, replay_marker);  // only idem says a response is a replay
+    if (first_.status >= 500 && !o_.store_server_errors) throw not_stored{};
+    response stored = first_;
     strip_hop_by_hop(stored);
-    o.sanitize(stored);
+    o_.sanitize(stored);
     erase_named(stored, replay_marker);
     return encode_response(stored);
-  };
+  }
 
+  // The answer once the engine said what happened.
+  response executed() { return std::move(first_); }
+  response replayed(const payload& value) {
+    if (value.is_none()) {  // completed by a non-HTTP caller sharing the scope
+      response r{204, {}, {}};
+      r.headers.push_back({std::string(replay_marker), "true"});
+      return r;
+    }
+    try {
+      response r = decode_response(value);
+      r.headers.push_back({std::string(replay_marker), "true"});
+      return r;
+    } catch (const corrupt_record_error& e) {
+      report(log_level::error, record() + ": cannot replay: " + e.what());
+      return problem(500, "Stored response unreadable", "The stored response for this key cannot be replayed.");
+    }
+  }
+  response busy(const in_flight& answer) const {
+    return with_retry_after(problem(o_.in_flight_status, "Request in progress",
+                                    "A request with this key is still being processed; retry later."),
+                            answer.retry_after);
+  }
+
+  // The answer when the engine ended with `error`.
+  response failed(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const not_stored&) {
+      return std::move(first_);  // a 5xx: the record was released, a retry can succeed
+    } catch (const fingerprint_mismatch_error&) {
+      return problem(422, "Idempotency key reused", "This key was already used with a different request.");
+    } catch (const std::exception& e) {
+      const std::string what = replace_all(e.what(), key_, ctx_->id.masked_key());
+      if (handler_threw_) {
+        report(log_level::error, record() + ": the handler threw (record released, answered 500): " + what);
+        return handler_failed_answer();
+      }
+      if (ran_) {
+        report(log_level::error, record() + ": the handler answered but its response could not be recorded: " + what);
+        return problem(500, "Response not recorded",
+                       "The request was processed but its response could not be recorded.");
+      }
+      report(log_level::error, record() + ": the idempotency store failed: " + what);
+      return problem(503, "Idempotency store unavailable", "The request was not processed; retry later.");
+    } catch (...) {
+      if (handler_threw_) {
+        report(log_level::error, record() + ": the handler threw a non-std exception (record released, answered 500)");
+        return handler_failed_answer();
+      }
+      report(log_level::error, record() + ": unknown failure");
+      return problem(500, "Internal error", "The request could not be processed.");
+    }
+  }
+
+ private:
+  void report(log_level level, std::string message) const noexcept {
+    if (!o_.log) return;
+    try {
+      o_.log(log_record{level, "idem http: " + message});
+    } catch (...) {  // a sink that throws is ignored
+    }
+  }
+  std::string record() const { return ctx_->id.to_string(); }  // only for log lines: it costs a SHA-256
+
+  const endpoint& ep_;
+  const protocol_options& o_;
+  const std::string key_;  // client data: never logged
+  std::optional<context> ctx_;
+  response first_;
+  bool ran_ = false;
+  bool handler_threw_ = false;
+};
+
+response endpoint::run(const claim& c, const request_view& request, detail::function_ref<response()> handler) const {
+  guarded_call call(*this, c);
+  if (std::optional<response> refused = call.prepare(request)) return std::move(*refused);
+  auto action = [&]() -> payload {
+    call.started();
+    response r;
+    try {
+      r = handler();
+    } catch (...) {
+      call.handler_failed();
+      throw;
+    }
+    return call.answered(std::move(r));
+  };
   try {
-    outcome<payload> result = engine_.execute<payload>(*ctx, action, payload_codec{});
-    if (std::holds_alternative<executed<payload>>(result)) return first;
-    if (auto* replay = std::get_if<replayed<payload>>(&result)) {
-      if (replay->value.is_none()) {  // completed by a non-HTTP caller sharing the scope
-        response r{204, {}, {}};
-        r.headers.push_back({std::string(replay_marker), "true"});
-        return r;
+    outcome<payload> result = engine_.execute<payload>(call.ctx(), action, payload_codec{});
+    if (std::holds_alternative<executed<payload>>(result)) return call.executed();
+    if (auto* replay = std::get_if<replayed<payload>>(&result)) return call.replayed(replay->value);
+    return call.busy(std::get<in_flight>(result));
+  } catch (...) {
+    return call.failed(std::current_exception());
+  }
+}
+
+void endpoint::async_run(const claim& c, const request_view& request, async_response_handler handler,
+                         std::function<void(response)> done) const {
+  auto call = std::make_shared<guarded_call>(*this, c);
+  if (std::optional<response> refused = call->prepare(request)) return done(std::move(*refused));
+  // What the handler's answer stores, made when it answers (a 5xx not to be stored fails the
+  // action there, so that the record is released as run() releases it).
+  auto stored = std::make_shared<payload>();
+  async_action action = [call, stored, handler = std::move(handler)](async_done finished) {
+    call->started();
+    auto answered = std::make_shared<std::atomic<bool>>(false);  // the handler answers once
+    auto answer = [call, stored, finished, answered](std::exception_ptr error, response r) {
+      if (answered->exchange(true)) return;
+      if (error) {
+        call->handler_failed();
+        return finished(std::move(error));
       }
       try {
-        response r = decode_response(replay->value);
-        r.headers.push_back({std::string(replay_marker), "true"});
-        return r;
-      } catch (const corrupt_record_error& e) {
-        report(log_level::error, record() + ": cannot replay: " + e.what());
-        return problem(500, "Stored response unreadable", "The stored response for this key cannot be replayed.");
+        *stored = call->answered(std::move(r));
+      } catch (...) {
+        return finished(std::current_exception());
       }
+      finished(nullptr);
+    };
+    try {
+      handler(answer);
+    } catch (...) {
+      answer(std::current_exception(), response{});
     }
-    const in_flight busy = std::get<in_flight>(result);
-    return with_retry_after(problem(o.in_flight_status, "Request in progress",
-                                    "A request with this key is still being processed; retry later."),
-                            busy.retry_after);
-  } catch (const not_stored&) {
-    return first;  // a 5xx: the record was released, a retry can succeed
-  } catch (const fingerprint_mismatch_error&) {
-    return problem(422, "Idempotency key reused", "This key was already used with a different request.");
-  } catch (const std::exception& e) {
-    const std::string what = replace_all(e.what(), c.key, ctx->id.masked_key());
-    if (handler_threw) {
-      report(log_level::error, record() + ": the handler threw (record released, answered 500): " + what);
-      return handler_failed();
-    }
-    if (ran) {
-      report(log_level::error, record() + ": the handler answered but its response could not be recorded: " + what);
-      return problem(500, "Response not recorded", "The request was processed but its response could not be recorded.");
-    }
-    report(log_level::error, record() + ": the idempotency store failed: " + what);
-    return problem(503, "Idempotency store unavailable", "The request was not processed; retry later.");
-  } catch (...) {
-    if (handler_threw) {
-      report(log_level::error, record() + ": the handler threw a non-std exception (record released, answered 500)");
-      return handler_failed();
-    }
-    report(log_level::error, record() + ": unknown failure");
-    return problem(500, "Internal error", "The request could not be processed.");
-  }
+  };
+  engine_.async_run(call->ctx(), std::move(action), [stored] { return std::move(*stored); }, nullptr,
+                    [call, done = std::move(done)](std::exception_ptr error, detail::raw_outcome raw) {
+                      if (error) return done(call->failed(error));
+                      if (std::holds_alternative<detail::ran>(raw)) return done(call->executed());
+                      if (auto* d = std::get_if<duplicate>(&raw)) return done(call->replayed(d->value));
+                      done(call->busy(std::get<in_flight>(raw)));
+                    });
 }
 
 }  // namespace idem::http

@@ -5,9 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <httplib.h>
+
+#include <idem/http/httplib.hpp>
 #include <sys/socket.h>
 
 #include <chrono>
+#include <memory>
+#include <string_view>
+#include <utility>
 #include <string>
 #include <thread>
 
@@ -67,6 +72,17 @@ class test_server {
   int port_ = 0;
   socket_t listener_ = INVALID_SOCKET;
   std::thread thread_;
+};
+
+// The cpp-httplib server as the case table drives it (the Beast one: beast_test_server.hpp):
+// guard() registers a guarded route.
+class httplib_test_server : public test_server {
+ public:
+  std::shared_ptr<const idem::http::endpoint> guard(std::string_view method, std::string pattern, idem::engine& eng,
+                                                    idem::http::endpoint_options options,
+                                                    idem::http::httplib_handler handler) {
+    return idem::http::guard(server, method, std::move(pattern), eng, std::move(options), std::move(handler));
+  }
 };
 
 // A request header set with the idempotency key.

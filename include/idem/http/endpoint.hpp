@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -138,9 +139,24 @@ class endpoint {
   // returns. Never throws for a request; only std::bad_alloc escapes.
   [[nodiscard]] response run(const claim& c, const request_view& request, detail::function_ref<response()> handler) const;
 
+  // What an asynchronous handler is given: a function it calls once with its response, or with
+  // what it failed with.
+  using response_callback = std::function<void(std::exception_ptr, response)>;
+  using async_response_handler = std::function<void(response_callback)>;
+
+  // run() without blocking a thread (engine::async_run under it): the same rules and answers.
+  // `handler` is started at most once and answers through its callback; `done` is called once
+  // with the answer, from the thread that finished the last step (a store's or the handler's).
+  // `request` is read (tenant, fingerprint) before async_run returns. A handler that throws
+  // instead of answering counts as one that failed.
+  void async_run(const claim& c, const request_view& request, async_response_handler handler,
+                 std::function<void(response)> done) const;
+
   const endpoint_options& options() const noexcept { return options_; }
 
  private:
+  class guarded_call;  // one request's steps, shared by run() and async_run()
+
   engine& engine_;
   endpoint_options options_;
 };
