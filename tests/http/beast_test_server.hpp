@@ -1,6 +1,6 @@
-// tests/http/beast_test_server.hpp — a real Boost.Beast server on 127.0.0.1 and a free port, whose
-// routes are guarded with <idem/http/beast.hpp>: what the case table runs against beside the
-// cpp-httplib server. Handlers are written once, in cpp-httplib's form (they fill an
+// tests/http/beast_test_server.hpp — a real Boost.Beast server on 127.0.0.1 and a free port
+// (<idem/http/beast_server.hpp>), whose routes are guarded with <idem/http/beast.hpp>: what the
+// case table runs against beside the cpp-httplib server. Handlers are written once, in cpp-httplib's form (they fill an
 // httplib::Response), and converted here, so that every case means the same on both servers.
 #pragma once
 
@@ -31,7 +31,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <idem/errors.hpp>
-#include <idem/http/beast.hpp>
+#include <idem/http/beast_server.hpp>
 #include <idem/http/httplib.hpp>
 
 namespace idem::http_test {
@@ -41,7 +41,9 @@ namespace bhttp = boost::beast::http;
 
 class beast_test_server {
  public:
-  beast_test_server() = default;
+  // `threads` run the io_context; `limits` bound what one request may take.
+  explicit beast_test_server(int threads = 64, idem::http::beast::server_limits limits = {})
+      : thread_count_(threads), limits_(limits) {}
   ~beast_test_server() {
     io_.stop();
     for (auto& t : threads_) t.join();
@@ -59,12 +61,15 @@ class beast_test_server {
     if (method != "POST" && method != "PUT" && method != "PATCH" && method != "DELETE" && method != "GET")
       throw idem::configuration_error("beast_test_server::guard: method \"" + std::string(method) +
                                       "\" is not one of POST, PUT, PATCH, DELETE, GET");
-    routes_[std::string(method) + " " + pattern] = route{ep, std::move(handler)};
+    routes_.add(method, std::move(pattern), ep,
+                [handler = std::move(handler)](const request_type& req) -> boost::asio::awaitable<response_type> {
+                  co_return run_handler(handler, req);
+                });
     return ep;
   }
 
-  // Binds a free port and serves on 64 threads (so that 20 concurrent duplicates whose handler
-  // blocks all reach the store at once, as on the cpp-httplib server).
+  // Binds a free port and serves on the threads (64 by default, so that 20 concurrent duplicates
+  // whose handler blocks all reach the store at once, as on the cpp-httplib server).
   void start() {
     acceptor_.open(boost::asio::ip::tcp::v4());
     acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
@@ -72,8 +77,8 @@ class beast_test_server {
     acceptor_.listen(128);
     port_ = acceptor_.local_endpoint().port();
     REQUIRE(port_ > 0);
-    boost::asio::co_spawn(io_, accept_loop(), boost::asio::detached);
-    for (int i = 0; i < 64; ++i) threads_.emplace_back([this] { io_.run(); });
+    boost::asio::co_spawn(io_, idem::http::beast::serve(acceptor_, routes_, limits_), boost::asio::detached);
+    for (int i = 0; i < thread_count_; ++i) threads_.emplace_back([this] { io_.run(); });
   }
 
   httplib::Client client() const {
@@ -93,84 +98,8 @@ class beast_test_server {
   int port() const noexcept { return port_; }
 
  private:
-  using request_type = bhttp::request<bhttp::string_body>;
+  using request_type = idem::http::beast::request_type;
   using response_type = idem::http::beast::response_type;
-
-  struct route {
-    std::shared_ptr<const idem::http::endpoint> ep;
-    idem::http::httplib_handler handler;
-  };
-
-  boost::asio::awaitable<void> accept_loop() {
-    for (;;) {
-      auto socket = co_await acceptor_.async_accept(boost::asio::use_awaitable);
-      socket.set_option(boost::asio::ip::tcp::no_delay(true));
-      boost::asio::co_spawn(acceptor_.get_executor(), session(beast::tcp_stream(std::move(socket))),
-                            boost::asio::detached);
-    }
-  }
-
-  // One connection: the head first, so that the route's body limit applies while the body is read.
-  boost::asio::awaitable<void> session(beast::tcp_stream stream) {
-    beast::flat_buffer buffer;
-    for (;;) {
-      bhttp::request_parser<bhttp::string_body> parser;
-      parser.body_limit(boost::none);  // the route's limit applies, once the head says which route
-      beast::error_code ec;
-      co_await bhttp::async_read_header(stream, buffer, parser,
-                                        boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-      if (ec) co_return;
-      const std::string target(parser.get().target());
-      const std::string path = target.substr(0, target.find('?'));
-      auto found = routes_.find(std::string(parser.get().method_string()) + " " + path);
-      if (found == routes_.end()) {
-        response_type missing{bhttp::status::not_found, parser.get().version()};
-        missing.keep_alive(false);
-        missing.prepare_payload();
-        co_await bhttp::async_write(stream, missing, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-        co_return;
-      }
-      const route& r = found->second;
-      const std::uint64_t limit = idem::http::beast::body_limit(*r.ep);
-      parser.body_limit(limit);
-      // A Content-Length over the limit is refused before a body byte is read; a chunked body
-      // once it grows past it.
-      if (parser.content_length() && *parser.content_length() > limit) {
-        ec = bhttp::error::body_limit;
-      } else {
-        co_await bhttp::async_read(stream, buffer, parser, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-      }
-      if (ec == bhttp::error::body_limit) {
-        // The rest of the body was never read: the connection cannot carry another request.
-        idem::http::response too_large = r.ep->too_large();
-        too_large.headers.push_back({"Connection", "close"});
-        response_type answer = idem::http::beast::detail::to_beast(std::move(too_large), parser.get().version(), false);
-        co_await bhttp::async_write(stream, answer, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-        co_await lingering_close(stream);
-        co_return;
-      }
-      if (ec) co_return;
-      const request_type& req = parser.get();
-      response_type res = co_await idem::http::beast::guard(*r.ep, req, [&]() -> boost::asio::awaitable<response_type> {
-        co_return run_handler(r.handler, req);
-      });
-      const bool keep = res.keep_alive();
-      co_await bhttp::async_write(stream, res, boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-      if (ec || !keep) co_return;
-    }
-  }
-
-  // Closing a socket with unread bytes resets the connection, and the client may lose the answer
-  // written just before: stop sending, then read and drop what the client still sends, for at
-  // most a second, before closing.
-  static boost::asio::awaitable<void> lingering_close(beast::tcp_stream& stream) {
-    beast::error_code ec;
-    stream.socket().shutdown(boost::asio::ip::tcp::socket::shutdown_send, ec);
-    stream.expires_after(std::chrono::seconds(1));
-    char sink[4096];
-    while (!ec)
-      co_await stream.async_read_some(boost::asio::buffer(sink), boost::asio::redirect_error(boost::asio::use_awaitable, ec));
-  }
 
   // Runs a cpp-httplib-style handler on a Beast request and converts its answer.
   static response_type run_handler(const idem::http::httplib_handler& handler, const request_type& req) {
@@ -190,7 +119,9 @@ class beast_test_server {
     return res;
   }
 
-  std::map<std::string, route> routes_;  // "METHOD /path"; filled before start()
+  const int thread_count_;
+  const idem::http::beast::server_limits limits_;
+  idem::http::beast::router routes_;  // filled before start()
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_{io_};
   std::vector<std::thread> threads_;
