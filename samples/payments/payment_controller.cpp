@@ -15,16 +15,15 @@ nlohmann::json to_json(const payment& p) {
   return {{"id", p.id}, {"amount", p.amount}, {"currency", p.currency}};
 }
 
-void answer_json(httplib::Response& res, int status, const nlohmann::json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
+reply json_reply(int status, const nlohmann::json& body) { return {status, "application/json", body.dump(), {}}; }
+
+reply problem_reply(int status, const std::string& title, const std::string& detail) {
+  return {status, "application/problem+json",
+          nlohmann::json{{"title", title}, {"status", status}, {"detail", detail}}.dump(),
+          {}};
 }
 
-void bad_request(httplib::Response& res, const std::string& detail) {
-  res.status = 400;
-  res.set_content(nlohmann::json{{"title", "Invalid payment"}, {"status", 400}, {"detail", detail}}.dump(),
-                  "application/problem+json");
-}
+reply bad_request(const std::string& detail) { return problem_reply(400, "Invalid payment", detail); }
 
 bool is_currency(const std::string& c) {
   if (c.size() != 3) return false;
@@ -33,47 +32,70 @@ bool is_currency(const std::string& c) {
   return true;
 }
 
+void write(httplib::Response& res, const reply& r) {
+  res.status = r.status;
+  if (!r.location.empty()) res.set_header("Location", r.location);
+  res.set_content(r.body, r.content_type);
+}
+
 }  // namespace
 
-void PaymentController::create(const httplib::Request& req, httplib::Response& res) {
-  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+std::variant<order, reply> PaymentController::read_order(std::string_view text) {
+  const nlohmann::json body = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!body.is_object() || !body.contains("amount") || !body["amount"].is_number_integer() ||
       !body.contains("currency") || !body["currency"].is_string())
-    return bad_request(res, R"(expected {"amount": <int>, "currency": "<code>", "delay_ms": <optional int>})");
-  const auto currency = body["currency"].get<std::string>();
-  if (!is_currency(currency)) return bad_request(res, "currency must be three capital letters");
+    return bad_request(R"(expected {"amount": <int>, "currency": "<code>", "delay_ms": <optional int>})");
+  order o;
+  o.amount = body["amount"].get<std::int64_t>();
+  o.currency = body["currency"].get<std::string>();
+  if (!is_currency(o.currency)) return bad_request("currency must be three capital letters");
   if (body.contains("delay_ms")) {
     if (!body["delay_ms"].is_number_integer() || body["delay_ms"].get<long long>() < 0 ||
         body["delay_ms"].get<long long>() > 60000)
-      return bad_request(res, "delay_ms must be an integer in 0..60000");
+      return bad_request("delay_ms must be an integer in 0..60000");
     // Simulates a slow payment provider, so that a concurrent duplicate can be observed.
-    std::this_thread::sleep_for(std::chrono::milliseconds(body["delay_ms"].get<long long>()));
+    o.delay = std::chrono::milliseconds(body["delay_ms"].get<long long>());
   }
-  payment p{"pay_" + idem::lease_token::generate().to_string().substr(0, 12), body["amount"].get<std::int64_t>(),
-            currency};
+  return o;
+}
+
+reply PaymentController::place(const order& o) {
+  payment p{"pay_" + idem::lease_token::generate().to_string().substr(0, 12), o.amount, o.currency};
   {
     std::lock_guard lock(mutex_);
     payments_.push_back(p);
   }
-  res.set_header("Location", "/payments/" + p.id);
-  answer_json(res, 201, to_json(p));
+  reply r = json_reply(201, to_json(p));
+  r.location = "/payments/" + p.id;
+  return r;
 }
 
-void PaymentController::list(const httplib::Request&, httplib::Response& res) const {
+reply PaymentController::listing() const {
   nlohmann::json all = nlohmann::json::array();
   std::lock_guard lock(mutex_);
   for (const auto& p : payments_) all.push_back(to_json(p));
-  answer_json(res, 200, {{"count", payments_.size()}, {"payments", all}});
+  return json_reply(200, {{"count", payments_.size()}, {"payments", all}});
 }
 
-void PaymentController::get(const httplib::Request& req, httplib::Response& res) const {
-  const std::string id = req.matches[1];
+reply PaymentController::find(std::string_view id) const {
   std::lock_guard lock(mutex_);
   for (const auto& p : payments_)
-    if (p.id == id) return answer_json(res, 200, to_json(p));
-  res.status = 404;
-  res.set_content(nlohmann::json{{"title", "Not found"}, {"status", 404}, {"detail", "no such payment"}}.dump(),
-                  "application/problem+json");
+    if (p.id == id) return json_reply(200, to_json(p));
+  return problem_reply(404, "Not found", "no such payment");
+}
+
+void PaymentController::create(const httplib::Request& req, httplib::Response& res) {
+  auto read = read_order(req.body);
+  if (auto* refused = std::get_if<reply>(&read)) return write(res, *refused);
+  const order& o = std::get<order>(read);
+  std::this_thread::sleep_for(o.delay);  // this server has a thread per request to spare
+  write(res, place(o));
+}
+
+void PaymentController::list(const httplib::Request&, httplib::Response& res) const { write(res, listing()); }
+
+void PaymentController::get(const httplib::Request& req, httplib::Response& res) const {
+  write(res, find(req.matches[1].str()));
 }
 
 }  // namespace payments

@@ -16,7 +16,7 @@ struct idem::policy<&payments::PaymentController::create> {
   static constexpr std::string_view function = "payments::PaymentController::create";
   static constexpr std::string_view scope = "PaymentController.create";
   static constexpr std::string_view file = "samples/payments/payment_controller.hpp";
-  static constexpr unsigned line = 26;
+  static constexpr unsigned line = 46;
   static constexpr unsigned column = 11;  // of `idempotent`, as idem-annotate counts
   static constexpr bool http_endpoint = true;
   static idem::call_options options() { return {.wait = std::chrono::milliseconds(0)}; }

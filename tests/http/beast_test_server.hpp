@@ -34,6 +34,8 @@
 #include <idem/http/beast_server.hpp>
 #include <idem/http/httplib.hpp>
 
+#include "http_test_support.hpp"
+
 namespace idem::http_test {
 
 namespace beast = boost::beast;
@@ -81,14 +83,7 @@ class beast_test_server {
     for (int i = 0; i < thread_count_; ++i) threads_.emplace_back([this] { io_.run(); });
   }
 
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(std::chrono::seconds(10));
-    c.set_tcp_nodelay(true);
-    c.set_read_timeout(std::chrono::seconds(30));
-    c.set_write_timeout(std::chrono::seconds(30));
-    return c;
-  }
+  httplib::Client client() const { return client_of(port_); }
 
   httplib::Client serve() {
     start();

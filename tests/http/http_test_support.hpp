@@ -18,6 +18,16 @@
 
 namespace idem::http_test {
 
+// A client of a test server on 127.0.0.1:`port`, with bounded timeouts.
+inline httplib::Client client_of(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(std::chrono::seconds(10));
+  c.set_tcp_nodelay(true);
+  c.set_read_timeout(std::chrono::seconds(30));
+  c.set_write_timeout(std::chrono::seconds(30));
+  return c;
+}
+
 // A server listening on 127.0.0.1 with 64 worker threads (so that 20 concurrent duplicates all
 // reach the store at once). Register routes on `server`, then start(). Stops in the destructor.
 class test_server {
@@ -49,14 +59,7 @@ class test_server {
   }
 
   // A client with bounded timeouts.
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_connection_timeout(std::chrono::seconds(10));
-    c.set_tcp_nodelay(true);
-    c.set_read_timeout(std::chrono::seconds(30));
-    c.set_write_timeout(std::chrono::seconds(30));
-    return c;
-  }
+  httplib::Client client() const { return client_of(port_); }
 
   // start(), then a client of it: what most cases begin with.
   httplib::Client serve() {

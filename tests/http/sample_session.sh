@@ -2,6 +2,7 @@
 # tests/http/sample_session.sh — drives idem_sample_payments with curl over loopback.
 #
 #   sample_session.sh <idem_sample_payments> <store> [restart]
+#   IDEM_SAMPLE_SERVER=beast sample_session.sh ...      (the same walk against --server beast)
 #
 # <store> is what --store takes; `postgres:@<file>` and `redis:@<file>` read the conninfo or the
 # address from a fixture's file. Checks a first call, a replay (same id, Idempotent-Replayed), a
@@ -38,7 +39,7 @@ fail() {
 start_sample() {
   rm -f "$work/out"
   mkfifo "$work/out"
-  "$sample" --port 0 --store "$store" >"$work/out" 2>>"$work/stderr" &
+  "$sample" --port 0 --store "$store" ${IDEM_SAMPLE_SERVER:+--server "$IDEM_SAMPLE_SERVER"} >"$work/out" 2>>"$work/stderr" &
   pid=$!
   local line=""
   exec 3<"$work/out"
@@ -101,6 +102,13 @@ post "\"bad-$run_id" '{"amount": 1, "currency": "EUR"}'
 post "\"json-$run_id\"" 'not json'
 [[ "$status" == 400 && "$body" == *'Invalid payment'* ]] || fail "the handler's own 400: $status $body"
 
+# Keep-alive: twelve requests in one curl run share one connection (cpp-httplib's default would
+# close it after five).
+urls=()
+for i in $(seq 1 12); do urls+=("http://127.0.0.1:$port/payments"); done
+connects=$(curl -sSv --max-time 60 -o /dev/null "${urls[@]}" 2>&1 | grep -c '^\* Connected to' || true)
+[[ "$connects" == 1 ]] || fail "twelve requests took $connects connections"
+
 # A concurrent duplicate: both requests carry the same key and body; the endpoint has
 # waitTimeout PT0S, so whichever claims second gets 409 + Retry-After while the other runs.
 key2="\"dup-$run_id\""
@@ -126,4 +134,4 @@ if [[ "$mode" == restart ]]; then
     fail "replay after restart: status $status, body $body"
   [[ "$(count)" == 0 ]] || fail "the replay after restart ran the handler again"
 fi
-echo "sample_session.sh: all checks passed on ${store%%:*}${mode:+ ($mode)}"
+echo "sample_session.sh: all checks passed on ${store%%:*}${mode:+ ($mode)}${IDEM_SAMPLE_SERVER:+, server $IDEM_SAMPLE_SERVER}"

@@ -62,7 +62,8 @@ struct server_limits {
 
 // idem::http::beast::router
 //
-// Routes by method and exact path (the target without its query). Filled before serving, then
+// Routes by method and path (the target without its query): an exact path, or a prefix given as
+// a path ending in '*' ("/payments/*"), the longest prefix winning. Filled before serving, then
 // only read: share one between connections.
 class router {
  public:
@@ -81,8 +82,19 @@ class router {
   }
   [[nodiscard]] const route* find(std::string_view method, std::string_view target) const {
     const std::string_view path = target.substr(0, target.find('?'));
-    auto it = routes_.find(key(method, path));
-    return it == routes_.end() ? nullptr : &it->second;
+    if (auto it = routes_.find(key(method, path)); it != routes_.end()) return &it->second;
+    const route* best = nullptr;
+    std::size_t best_length = 0;
+    for (const auto& [k, r] : routes_) {
+      if (k.empty() || k.back() != '*') continue;
+      const std::string_view prefix = std::string_view(k).substr(0, k.size() - 1);  // "METHOD /path/"
+      const std::string wanted = key(method, path);
+      if (wanted.size() > prefix.size() && wanted.compare(0, prefix.size(), prefix) == 0 && prefix.size() > best_length) {
+        best = &r;
+        best_length = prefix.size();
+      }
+    }
+    return best;
   }
 
  private:

@@ -1,0 +1,102 @@
+// samples/payments/beast_server.cpp — the payments API on Boost.Beast (--server beast): the same
+// routes and answers as the cpp-httplib server, on `threads` io_context threads (one by default);
+// POST /payments is guarded asynchronously, so a duplicate's wait and a slow provider hold no
+// thread.
+#include "beast_server.hpp"
+// The endpoint's policy, as main.cpp takes it.
+#ifdef IDEM_SAMPLE_GENERATED_POLICY
+#include "payment_controller.idem.hpp"
+#else
+#include "payment_controller_policy.hpp"
+#endif
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <idem/http/beast_server.hpp>
+#include <idem/invoke.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace payments {
+namespace {
+
+namespace asio = boost::asio;
+using idem::http::beast::request_type;
+using idem::http::beast::response_type;
+
+response_type to_response(const reply& r) {
+  response_type res{static_cast<boost::beast::http::status>(r.status), 11};
+  res.set(boost::beast::http::field::content_type, r.content_type);
+  if (!r.location.empty()) res.set(boost::beast::http::field::location, r.location);
+  res.body() = r.body;
+  return res;
+}
+
+}  // namespace
+
+int serve_with_beast(idem::engine& engine, PaymentController& controller, int port, int threads,
+                     const sigset_t& stop_signals) {
+  using create = idem::policy<&PaymentController::create>;
+  static_assert(create::http_endpoint, "PaymentController::create is an endpoint");
+  static_cast<void>(create::registered);
+  auto payments = std::make_shared<const idem::http::endpoint>(
+      engine, idem::http::endpoint_options{std::string(create::scope), create::options(), {}});
+
+  idem::http::beast::router routes;
+  routes.add("POST", "/payments", payments, [&controller](const request_type& req) -> asio::awaitable<response_type> {
+    auto read = PaymentController::read_order(req.body());
+    if (auto* refused = std::get_if<reply>(&read)) co_return to_response(*refused);
+    const order o = std::get<order>(read);
+    if (o.delay.count() > 0) {  // the provider is slow: wait without holding the thread
+      asio::steady_timer provider(co_await asio::this_coro::executor, o.delay);
+      co_await provider.async_wait(asio::use_awaitable);
+    }
+    co_return to_response(controller.place(o));
+  });
+  routes.add("GET", "/payments", [&controller](const request_type&) -> asio::awaitable<response_type> {
+    co_return to_response(controller.listing());
+  });
+  routes.add("GET", "/payments/*", [&controller](const request_type& req) -> asio::awaitable<response_type> {
+    const std::string_view target = req.target();
+    co_return to_response(controller.find(target.substr(std::string_view("/payments/").size())));
+  });
+
+  asio::io_context io{threads};
+  asio::ip::tcp::acceptor acceptor{io};
+  boost::system::error_code ec;
+  acceptor.open(asio::ip::tcp::v4(), ec);
+  if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind({asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)}, ec);
+  if (!ec) acceptor.listen(512, ec);
+  if (ec) {
+    std::cerr << "idem_sample_payments: cannot listen on 127.0.0.1:" << port << ": " << ec.message() << "\n";
+    return 1;
+  }
+  std::printf("listening on 127.0.0.1:%d\n", static_cast<int>(acceptor.local_endpoint().port()));
+  std::fflush(stdout);
+
+  asio::co_spawn(io, idem::http::beast::serve(acceptor, routes), asio::detached);
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    io.stop();
+  });
+  std::vector<std::thread> runners;
+  for (int i = 1; i < threads; ++i) runners.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& r : runners) r.join();
+  stopper.join();
+  return 0;
+}
+
+}  // namespace payments

@@ -1,0 +1,18 @@
+// samples/payments/beast_server.hpp — the payments API served by Boost.Beast (--server beast).
+#pragma once
+
+#include <csignal>
+
+#include <idem/engine.hpp>
+
+#include "payment_controller.hpp"
+
+namespace payments {
+
+// Serves the API on 127.0.0.1:`port` (0: a free one) with `threads` io_context threads until one
+// of `stop_signals` arrives (they are blocked in every thread: sigwait takes them). Prints
+// `listening on 127.0.0.1:PORT` first. Returns the process's exit code.
+int serve_with_beast(idem::engine& engine, PaymentController& controller, int port, int threads,
+                     const sigset_t& stop_signals);
+
+}  // namespace payments
