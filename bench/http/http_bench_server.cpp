@@ -1,7 +1,9 @@
-// bench/http/http_bench_server.cpp — the same handler twice on one cpp-httplib server:
-// POST /unguarded (plain) and POST /guarded (idem::http::guard), for wrk (see run.sh).
+// bench/http/http_bench_server.cpp — the same handler twice on one server: POST /unguarded
+// (plain) and POST /guarded (idem::http::guard), for wrk (see run.sh). The server is cpp-httplib
+// (64 worker threads) or, with --server beast, Boost.Beast on one io_context thread, guarded
+// asynchronously, a Redis store reading its replies on that thread (redis_store_options::event_loop).
 //
-//   idem_bench_http_server [--store memory | redis:HOST:PORT | redis-cache:HOST:PORT]
+//   idem_bench_http_server [--store memory | redis:HOST:PORT | redis-cache:HOST:PORT] [--server httplib | beast]
 //
 // Prints `listening on 127.0.0.1:PORT` first. The handler does what a small JSON endpoint does:
 // parse the body, make an id, answer 201 with JSON and a Location.
@@ -13,6 +15,16 @@
 #include <idem/redis_store.hpp>
 #endif
 
+#ifdef IDEM_BENCH_WITH_BEAST
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <idem/asio_event_loop.hpp>
+#include <idem/http/beast_server.hpp>
+#endif
+
 #include <nlohmann/json.hpp>
 #include <sys/socket.h>
 
@@ -21,32 +33,98 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <thread>
 
 namespace {
 
-void create(const httplib::Request& req, httplib::Response& res) {
-  const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-  if (!body.is_object() || !body.contains("amount")) {
-    res.status = 400;
-    return;
-  }
+// The handler, whichever server runs it: status, Location and a JSON body.
+struct created {
+  int status = 400;
+  std::string location;
+  std::string body;
+};
+
+created make_payment(std::string_view text) {
+  const nlohmann::json body = nlohmann::json::parse(text, nullptr, false);
+  if (!body.is_object() || !body.contains("amount")) return {};
   const std::string id = "pay_" + idem::lease_token::generate().to_string().substr(0, 12);
-  res.status = 201;
-  res.set_header("Location", "/payments/" + id);
-  res.set_content(nlohmann::json{{"id", id}, {"amount", body["amount"]}, {"currency", body.value("currency", "EUR")}}.dump(),
-                  "application/json");
+  return {201, "/payments/" + id,
+          nlohmann::json{{"id", id}, {"amount", body["amount"]}, {"currency", body.value("currency", "EUR")}}.dump()};
 }
+
+void create(const httplib::Request& req, httplib::Response& res) {
+  const created c = make_payment(req.body);
+  res.status = c.status;
+  if (c.status != 201) return;
+  res.set_header("Location", c.location);
+  res.set_content(c.body, "application/json");
+}
+
+#ifdef IDEM_BENCH_WITH_BEAST
+namespace asio = boost::asio;
+using idem::http::beast::request_type;
+using idem::http::beast::response_type;
+
+asio::awaitable<response_type> create_beast(const request_type& req) {
+  const created c = make_payment(req.body());
+  response_type res{static_cast<boost::beast::http::status>(c.status), 11};
+  if (c.status == 201) {
+    res.set(boost::beast::http::field::location, c.location);
+    res.set(boost::beast::http::field::content_type, "application/json");
+    res.body() = c.body;
+  }
+  co_return res;
+}
+
+int serve_beast(asio::io_context& io, idem::engine& engine, const sigset_t& stop) {
+  idem::http::beast::router routes;
+  routes.add("POST", "/unguarded", create_beast);
+  routes.add("POST", "/guarded",
+             std::make_shared<const idem::http::endpoint>(engine, idem::http::endpoint_options{"Bench.create", {}, {}}),
+             create_beast);
+  asio::ip::tcp::acceptor acceptor{io, {asio::ip::make_address("127.0.0.1"), 0}};
+  acceptor.listen(512);
+  std::printf("listening on 127.0.0.1:%d\n", static_cast<int>(acceptor.local_endpoint().port()));
+  std::fflush(stdout);
+  asio::co_spawn(io, idem::http::beast::serve(acceptor, routes), asio::detached);
+  std::thread stopper([&] {
+    int signal = 0;
+    sigwait(&stop, &signal);
+    io.stop();
+  });
+  io.run();
+  stopper.join();
+  return 0;
+}
+#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string spec = argc >= 3 && std::string(argv[1]) == "--store" ? argv[2] : "memory";
+  std::string spec = "memory";
+  std::string server_kind = "httplib";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--store") {
+      spec = argv[i + 1];
+    } else if (flag == "--server") {
+      server_kind = argv[i + 1];
+    } else {
+      std::cerr << "idem_bench_http_server: unknown argument " << flag << "\n";
+      return 2;
+    }
+  }
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
+#ifdef IDEM_BENCH_WITH_BEAST
+  // The Beast server's one thread; a Redis store reads its replies there too (event_loop).
+  asio::io_context io{1};
+#endif
   std::unique_ptr<idem::store> store;
   if (spec == "memory") {
     store = std::make_unique<idem::memory_store>();
@@ -59,6 +137,9 @@ int main(int argc, char** argv) {
     if (spec.rfind("redis-cache:", 0) == 0) o.local_cache.max_entries = 100000;
     o.host = address.substr(0, address.rfind(':'));
     o.port = std::stoi(address.substr(address.rfind(':') + 1));
+#ifdef IDEM_BENCH_WITH_BEAST
+    if (server_kind == "beast") o.event_loop = std::make_shared<idem::asio::event_loop>(io);
+#endif
     store = std::make_unique<idem::redis_store>(o);
 #endif
   } else {
@@ -66,6 +147,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   idem::engine engine{*store};
+#ifdef IDEM_BENCH_WITH_BEAST
+  if (server_kind == "beast") return serve_beast(io, engine, stop);
+#endif
+  if (server_kind != "httplib") {
+    std::cerr << "idem_bench_http_server: unknown server " << server_kind << "\n";
+    return 2;
+  }
 
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(64); };

@@ -3,6 +3,7 @@
 # unguarded, in the same run, with wrk over loopback; memory store and Redis.
 #
 #   bench/http/run.sh <build-dir> [seconds-per-run=5] [rounds=3] [connections=16]
+#   SERVERS="httplib beast" (the default): both servers, one after the other
 #
 # For each store it starts build/bench/http/idem_bench_http_server, then per round runs wrk on
 # /unguarded and /guarded, alternating, for first calls (first.lua: a new key per request) and
@@ -33,7 +34,7 @@ trap cleanup EXIT
 
 start_server() {
   mkfifo "$work/out.$1"
-  "$server_bin" --store "$2" >"$work/out.$1" 2>"$work/err.$1" &
+  "$server_bin" --store "$2" --server "$3" >"$work/out.$1" 2>"$work/err.$1" &
   server_pid=$!
   exec 3<"$work/out.$1"
   local line
@@ -73,11 +74,13 @@ if command -v redis-server >/dev/null; then
   stores+=("redis:$(cat "$redis_dir/address")" "redis-cache:$(cat "$redis_dir/address")")
 fi
 
-echo "| store | workload | unguarded req/s | guarded req/s | ratio | unguarded p50 / p99 ms | guarded p50 / p99 ms |"
-echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+servers=(${SERVERS:-httplib beast})
+echo "| server | store | workload | unguarded req/s | guarded req/s | ratio | unguarded p50 / p99 ms | guarded p50 / p99 ms |"
+echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"
+for server in "${servers[@]}"; do
 for store in "${stores[@]}"; do
   name=${store%%:*}
-  start_server "$name" "$store"
+  start_server "$server-$name" "$store" "$server"
   for workload in first replay; do
     : >"$work/u" ; : >"$work/g"
     for ((r = 1; r <= rounds; ++r)); do
@@ -89,8 +92,9 @@ for store in "${stores[@]}"; do
     u99=$(cut -d' ' -f3 "$work/u" | median); g99=$(cut -d' ' -f3 "$work/g" | median)
     ratio=$(awk -v g="$g_rps" -v u="$u_rps" 'BEGIN { printf "%.2f", g / u }')
     label=$([[ $workload == first ]] && echo "first call (new key each)" || echo "replay (same key)")
-    printf '| %s | %s | %.0f | %.0f | %s× | %s / %s | %s / %s |\n' "$name" "$label" "$u_rps" "$g_rps" "$ratio" \
-      "$u50" "$u99" "$g50" "$g99"
+    printf '| %s | %s | %s | %.0f | %.0f | %s× | %s / %s | %s / %s |\n' "$server" "$name" "$label" "$u_rps" "$g_rps" \
+      "$ratio" "$u50" "$u99" "$g50" "$g99"
   done
   stop_server
+done
 done
