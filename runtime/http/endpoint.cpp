@@ -245,6 +245,25 @@ class endpoint::guarded_call {
     return encode_response(stored);
   }
 
+  // An asynchronous handler answered with `r` or failed with `error`; only its first answer counts
+  // (false for a later one). `outcome` becomes what the action finishes with: the handler's
+  // error, not_stored for a 5xx that is not stored, or null with the payload kept for take_stored().
+  bool handler_answered(std::exception_ptr error, response r, std::exception_ptr& outcome) {
+    if (handler_answered_.exchange(true)) return false;
+    if (error) {
+      handler_failed();
+      outcome = std::move(error);
+      return true;
+    }
+    try {
+      stored_ = answered(std::move(r));
+    } catch (...) {
+      outcome = std::current_exception();
+    }
+    return true;
+  }
+  payload take_stored() { return std::move(stored_); }
+
   // The answer once the engine said what happened.
   response executed() { return std::move(first_); }
   response replayed(const payload& value) {
@@ -316,6 +335,8 @@ class endpoint::guarded_call {
   response first_;
   bool ran_ = false;
   bool handler_threw_ = false;
+  std::atomic<bool> handler_answered_{false};  // asynchronous calls: the handler answered
+  payload stored_;                             // asynchronous calls: what the answer stores
 };
 
 response endpoint::run(const claim& c, const request_view& request, detail::function_ref<response()> handler) const {
@@ -346,24 +367,13 @@ void endpoint::async_run(const claim& c, const request_view& request, async_resp
                          std::function<void(response)> done) const {
   auto call = std::make_shared<guarded_call>(*this, c);
   if (std::optional<response> refused = call->prepare(request)) return done(std::move(*refused));
-  // What the handler's answer stores, made when it answers (a 5xx not to be stored fails the
+  // What the handler's answer stores is made when it answers (a 5xx not to be stored fails the
   // action there, so that the record is released as run() releases it).
-  auto stored = std::make_shared<payload>();
-  async_action action = [call, stored, handler = std::move(handler)](async_done finished) {
+  async_action action = [call, handler = std::move(handler)](async_done finished) {
     call->started();
-    auto answered = std::make_shared<std::atomic<bool>>(false);  // the handler answers once
-    auto answer = [call, stored, finished, answered](std::exception_ptr error, response r) {
-      if (answered->exchange(true)) return;
-      if (error) {
-        call->handler_failed();
-        return finished(std::move(error));
-      }
-      try {
-        *stored = call->answered(std::move(r));
-      } catch (...) {
-        return finished(std::current_exception());
-      }
-      finished(nullptr);
+    auto answer = [call, finished](std::exception_ptr error, response r) {
+      std::exception_ptr outcome;
+      if (call->handler_answered(std::move(error), std::move(r), outcome)) finished(std::move(outcome));
     };
     try {
       handler(answer);
@@ -371,7 +381,7 @@ void endpoint::async_run(const claim& c, const request_view& request, async_resp
       answer(std::current_exception(), response{});
     }
   };
-  engine_.async_run(call->ctx(), std::move(action), [stored] { return std::move(*stored); }, nullptr,
+  engine_.async_run(call->ctx(), std::move(action), [call] { return call->take_stored(); }, nullptr,
                     [call, done = std::move(done)](std::exception_ptr error, detail::raw_outcome raw) {
                       if (error) return done(call->failed(error));
                       if (std::holds_alternative<detail::ran>(raw)) return done(call->executed());

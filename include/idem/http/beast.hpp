@@ -96,7 +96,7 @@ inline response_type to_beast(response r, unsigned version, bool keep_alive) {
 // boost::asio::awaitable<response_type>) runs as a child coroutine on the caller's executor, and
 // duplicates get the stored response byte for byte with `Idempotent-Replayed: true`, 422 for a
 // different request with the same key, or the in-flight status with Retry-After; a handler that
-// throws answers 500 and releases the key, a 5xx is released unless stored by the options. Never
+// throws answers 500 and releases its record, a 5xx is released unless stored by the options. Never
 // throws for a request. The response carries the request's version and keep-alive and a
 // Content-Length; write it as is. `request` and whatever `handler` uses must outlive the await.
 template <class Fields, class Handler>

@@ -81,14 +81,13 @@ class router {
     routes_[key(method, path)] = route{nullptr, std::move(handler)};
   }
   [[nodiscard]] const route* find(std::string_view method, std::string_view target) const {
-    const std::string_view path = target.substr(0, target.find('?'));
-    if (auto it = routes_.find(key(method, path)); it != routes_.end()) return &it->second;
+    const std::string wanted = key(method, target.substr(0, target.find('?')));
+    if (auto it = routes_.find(wanted); it != routes_.end()) return &it->second;
     const route* best = nullptr;
     std::size_t best_length = 0;
     for (const auto& [k, r] : routes_) {
       if (k.empty() || k.back() != '*') continue;
       const std::string_view prefix = std::string_view(k).substr(0, k.size() - 1);  // "METHOD /path/"
-      const std::string wanted = key(method, path);
       if (wanted.size() > prefix.size() && wanted.compare(0, prefix.size(), prefix) == 0 && prefix.size() > best_length) {
         best = &r;
         best_length = prefix.size();
