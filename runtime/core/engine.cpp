@@ -517,6 +517,11 @@ raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_toke
 
 // Asynchronously ------------------------------------------------------------------------------
 
+// Errors are handed on only after their catch block has ended: the handler may take the error to
+// another thread at once, and while this thread still holds the exception in a catch block the two
+// threads share it without any ordering ThreadSanitizer can see (libstdc++'s reference counts are
+// not instrumented).
+//
 // One asynchronous call: the steps of run_alone, or of run_in_transaction when it is given a
 // transaction, each started by the end of the one before, so they never run at the same time.
 // Owns what it uses, the engine's core included.
@@ -537,17 +542,23 @@ struct async_call : std::enable_shared_from_this<async_call> {
   void claimed(std::exception_ptr error, acquire_result claim) {
     if (error) return fail(std::move(error));
     raw_outcome answer;
+    std::exception_ptr refused;
+    bool answered = false;
     try {
-      if (core->answered(ctx, claim, answer)) return done(nullptr, std::move(answer));
-      token = std::get<acquired>(claim).token;
-      if (tx != nullptr) {
-        in_tx = core->enter_transaction(ctx, token, *tx);
-      } else {
-        heartbeat = core->begin_held(ctx, token);
+      answered = core->answered(ctx, claim, answer);
+      if (!answered) {
+        token = std::get<acquired>(claim).token;
+        if (tx != nullptr) {
+          in_tx = core->enter_transaction(ctx, token, *tx);
+        } else {
+          heartbeat = core->begin_held(ctx, token);
+        }
       }
     } catch (...) {
-      return fail(std::current_exception());
+      refused = std::current_exception();
     }
+    if (refused) return fail(std::move(refused));
+    if (answered) return done(nullptr, std::move(answer));
     action([self = shared_from_this()](std::exception_ptr failure) { self->action_ended(std::move(failure)); });
   }
 
@@ -578,22 +589,26 @@ struct async_call : std::enable_shared_from_this<async_call> {
 
   void completed(std::exception_ptr failure) {
     raw_outcome result;
+    std::exception_ptr error;
     try {
       result = core->finish(ctx, token, heartbeat, value, std::move(failure));
     } catch (...) {
-      return fail(std::current_exception());
+      error = std::current_exception();
     }
+    if (error) return fail(std::move(error));
     done(nullptr, std::move(result));
   }
 
   void returned_in_transaction(std::exception_ptr encode_failure) {
     std::optional<raw_outcome> terminal;
+    std::exception_ptr error;
     try {
       in_tx->value = value;
       terminal = core->action_returned(*in_tx, std::move(encode_failure));
     } catch (...) {
-      return fail(std::current_exception());
+      error = std::current_exception();
     }
+    if (error) return fail(std::move(error));
     if (terminal) return done(nullptr, std::move(*terminal));
     core->store_.async_complete_in_transaction(
         ctx.id, token, in_tx->value, ctx.ttl, *tx,
@@ -602,11 +617,13 @@ struct async_call : std::enable_shared_from_this<async_call> {
 
   void completed_inside(std::exception_ptr failure) {
     raw_outcome result;
+    std::exception_ptr error;
     try {
       result = core->completed_inside(in_tx, *tx, std::move(failure));
     } catch (...) {
-      return fail(std::current_exception());
+      error = std::current_exception();
     }
+    if (error) return fail(std::move(error));
     done(nullptr, std::move(result));
   }
 
@@ -625,6 +642,7 @@ struct async_call : std::enable_shared_from_this<async_call> {
 void engine_core::async_run(const context& ctx, transaction* tx, async_action action, std::function<payload()> encode,
                             cancellation* cancel, async_handler<raw_outcome> done) {
   std::shared_ptr<async_call> call;
+  std::exception_ptr refused;
   try {
     ctx.validate();
     if (tx != nullptr && !tx->active()) tx = nullptr;
@@ -633,18 +651,21 @@ void engine_core::async_run(const context& ctx, transaction* tx, async_action ac
                                    "idem::async_execute(engine, ctx, tx, ...))");
     call = std::make_shared<async_call>(shared_from_this(), ctx, tx, std::move(action), std::move(encode), done);
   } catch (...) {
-    done(std::current_exception(), raw_outcome{in_flight{}});
-    return;
+    refused = std::current_exception();
   }
+  if (refused) return done(std::move(refused), raw_outcome{in_flight{}});
   if (ctx.completion != completion_mode::join_transaction) return call->claim(cancel);
   // The store's answer about the transaction comes before anything is acquired.
   store_.async_join_problem(*tx, [call, cancel](std::exception_ptr error, std::string problem) {
-    try {
-      if (error) std::rethrow_exception(error);
-      check_join_answer(call->ctx, problem);
-    } catch (...) {
-      return call->fail(std::current_exception());
+    std::exception_ptr refusal = std::move(error);
+    if (!refusal) {
+      try {
+        check_join_answer(call->ctx, problem);
+      } catch (...) {
+        refusal = std::current_exception();
+      }
     }
+    if (refusal) return call->fail(std::move(refusal));
     call->claim(cancel);
   });
 }
