@@ -378,7 +378,8 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
   h.line("#include <utility>");
   h.line();
   h.line("#include <idem/invoke.hpp>");
-  if (std::any_of(specs.begin(), specs.end(), [](const function_spec& spec) { return spec.facts.is_async; }))
+  if (std::any_of(specs.begin(), specs.end(),
+                  [](const function_spec& spec) { return spec.facts.is_async && in_guarded_class(spec.facts); }))
     h.line("#include <idem/asio.hpp>  // coroutine methods: idem::run_guarded_async");
   h.line();
   h.line("#include " + quote(options.include_as));

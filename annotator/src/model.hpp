@@ -85,6 +85,10 @@ struct parameter {
 
 enum class function_kind { free, static_member, member };
 
+// The server an HTTP endpoint is written for: its parameters and return type say which, and so
+// which adapter calls it (idem::http::route, or idem::http::beast::route).
+enum class http_server { httplib, beast };
+
 // What the scanner learned about the function an attribute stands before.
 struct function_facts {
   function_kind kind = function_kind::free;
@@ -126,11 +130,13 @@ struct function_facts {
   bool is_overloaded = false;      // the name has other overloads: generated code casts
   bool is_variadic = false;
   bool internal_linkage = false;   // static, or in an anonymous namespace
-  // An HTTP endpoint: a non-static member function with exactly the parameters (const
-  // httplib::Request&, httplib::Response&); see is_http_endpoint() in declaration_facts.cpp.
+  // An HTTP endpoint: a non-static member function of the exact shape its server's adapter calls,
+  // `void m(const httplib::Request&, httplib::Response&)` or the Beast coroutine `awaitable<response>
+  // m(const request&)`; see is_http_endpoint() in declaration_facts.cpp.
   bool http_endpoint = false;
-  // Why a function that takes an httplib::Request or httplib::Response is not an endpoint (a free
-  // function, other parameters), for the validator to refuse it; empty otherwise.
+  http_server server = http_server::httplib;  // when http_endpoint
+  // Why a function that takes a request or response of cpp-httplib or Beast is not an endpoint (a
+  // free function, other parameters), for the validator to refuse it; empty otherwise.
   std::string http_problem;
   std::vector<parameter> parameters;
   // The namespaces around the function (for a member: around its class), as generated code must

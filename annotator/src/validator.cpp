@@ -146,13 +146,14 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                                  "registration cannot name it outside the class; make it public"));
     return result;
   }
-  // HTTP endpoints: exactly the shape idem::http::route calls, returning nothing (the answer is
-  // the httplib::Response, which the adapter stores and replays).
+  // HTTP endpoints: exactly the shape their server's adapter calls. A cpp-httplib endpoint returns
+  // nothing (the answer is the httplib::Response, which the adapter stores and replays); a Beast
+  // one's shape includes its return type.
   if (!facts.http_problem.empty()) {
     out.push_back(error_at(attribute.position, facts.http_problem));
     return result;
   }
-  if (facts.http_endpoint && !facts.returns_void) {
+  if (facts.http_endpoint && facts.server == http_server::httplib && !facts.returns_void) {
     out.push_back(error_at(attribute.position, display_name(facts) + " is an HTTP endpoint and returns '" +
                                                    facts.return_type +
                                                    "': an endpoint answers through its httplib::Response, which is "
@@ -222,7 +223,7 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                           "co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result"));
     return result;
   }
-  if (facts.is_async && (facts.kind != function_kind::member || facts.class_is_final)) {
+  if (facts.is_async && !facts.http_endpoint && (facts.kind != function_kind::member || facts.class_is_final)) {
     out.push_back(error_at(attribute.position,
                            display_name(facts) + " is a coroutine (it returns '" + facts.return_type +
                                "') and " +
@@ -324,7 +325,7 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
   if (const raw_argument* completion = find("completion"); completion && !completion->value.empty()) {
     if (auto mode = parse_completion_mode(completion->value)) {
       spec.options.completion = *mode;
-      if (*mode == completion_mode::join_transaction && facts.is_async)
+      if (*mode == completion_mode::join_transaction && facts.is_async && !facts.http_endpoint)
         out.push_back(error_at(value_start(*completion),
                                "completion \"join-transaction\" is not available for a coroutine: a transaction "
                                "bound to a thread does not survive a co_await, and asynchronous calls take part in "

@@ -70,6 +70,9 @@ class beast_test_server {
     return ep;
   }
 
+  // The router, to add routes of other shapes (idem::http::beast::route<&C::m>) before start().
+  idem::http::beast::router& routes() noexcept { return routes_; }
+
   // Binds a free port and serves on the threads (64 by default, so that 20 concurrent duplicates
   // whose handler blocks all reach the store at once, as on the cpp-httplib server).
   void start() {

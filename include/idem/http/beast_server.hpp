@@ -6,6 +6,8 @@
 //   routes.add("POST", "/payments", payments_endpoint, [&](const auto& req) { return create(req); });
 //   asio::co_spawn(io, idem::http::beast::serve(acceptor, routes), asio::detached);
 //
+// An annotated coroutine method is added with route<&C::m>(routes, "POST", "/payments", engine, c).
+//
 // Each connection is a coroutine, so a connection that sends slowly occupies no thread. Every
 // request's head must arrive within limits.head_timeout (else 408, or a silent close for an idle
 // keep-alive connection) and stay within max_header_bytes and max_header_count (else 431); its
@@ -24,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <boost/asio/awaitable.hpp>
@@ -44,6 +47,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <idem/http/beast.hpp>
+#include <idem/invoke.hpp>
 
 namespace idem::http::beast {
 
@@ -105,6 +109,26 @@ class router {
   }
   std::map<std::string, route, std::less<>> routes_;
 };
+
+// Adds the endpoint method F of `object` (`boost::asio::awaitable<response_type> C::m(const
+// request_type&)`, annotated with [[idem::idempotent]]) to `routes` for `method` and `path`, guarded
+// with the scope and options of idem::policy<F>, which must say `http_endpoint = true`. `protocol`
+// holds the protocol settings. Returns the endpoint, which the route shares. `eng` and `object`
+// must outlive the server's use of the route.
+template <auto F, class C>
+std::shared_ptr<const endpoint> route(router& routes, std::string_view method, std::string path, engine& eng,
+                                      C& object, protocol_options protocol = {}) {
+  using p = policy<F>;
+  static_assert(p::http_endpoint, "idem::http::beast::route needs a policy with http_endpoint = true");
+  static_assert(std::is_same_v<std::invoke_result_t<decltype(F), C&, const request_type&>,
+                               boost::asio::awaitable<response_type>>,
+                "idem::http::beast::route needs boost::asio::awaitable<response_type> C::m(const request_type&)");
+  static_cast<void>(p::registered);  // links the generated registration into the program
+  auto ep = std::make_shared<const endpoint>(eng, endpoint_options{std::string(p::scope), p::options(),
+                                                                   std::move(protocol)});
+  routes.add(method, std::move(path), ep, [&object](const request_type& req) { return std::invoke(F, object, req); });
+  return ep;
+}
 
 namespace detail {
 

@@ -38,7 +38,7 @@ class Checkout {
   [[idem::idempotent]] int e(const httplib::Request& req, httplib::Response& res);
   // Near misses are refused rather than guarded as ordinary functions: static, an extra
   // parameter, Request by value, const Response, swapped, Request only; and a free function.
-  // expected-error@+1:11 {{'shop::Checkout::f' has the parameters of an HTTP endpoint but is not a non-static member function: idem::http::route<&C::m> calls an endpoint on an object; make it a member function}}
+  // expected-error@+1:11 {{'shop::Checkout::f' has the signature of an HTTP endpoint but is not a non-static member function: idem::http::route<&C::m> calls an endpoint on an object; make it a member function}}
   [[idem::idempotent]] static void f(const httplib::Request& req, httplib::Response& res);
   // expected-error@+1:11 {{'shop::Checkout::g' takes an httplib::Request or httplib::Response but is not an HTTP endpoint, which is a non-static member function with exactly the parameters (const httplib::Request&, httplib::Response&); give it these parameters, or give it what its key needs instead of the request}}
   [[idem::idempotent(key = "id")]] void g(const httplib::Request& req, httplib::Response& res, int id);
@@ -52,7 +52,7 @@ class Checkout {
   [[idem::idempotent(key = "req.body")]] void k(const httplib::Request& req);
 };
 
-// expected-error@+1:9 {{'shop::handle' has the parameters of an HTTP endpoint but is not a non-static member function: idem::http::route<&C::m> calls an endpoint on an object; make it a member function}}
+// expected-error@+1:9 {{'shop::handle' has the signature of an HTTP endpoint but is not a non-static member function: idem::http::route<&C::m> calls an endpoint on an object; make it a member function}}
 [[idem::idempotent]] void handle(const httplib::Request& req, httplib::Response& res);
 
 // The scope rules apply as to any function: two classes named Checkout default to Checkout.pay.
