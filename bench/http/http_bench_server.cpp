@@ -156,9 +156,8 @@ int main(int argc, char** argv) {
   }
 
   httplib::Server server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(64); };
-  server.set_keep_alive_max_count(1000000);  // wrk keeps its connections; so does a real client
-  server.set_tcp_nodelay(true);
+  // 64 workers, as measured in docs/benchmarks.md; wrk keeps its connections, so does a real client.
+  idem::http::apply_limits(server, {.threads = 64, .keep_alive_max = 1000000});
   socket_t listener = INVALID_SOCKET;
   server.set_socket_options([&listener](socket_t sock) {
     httplib::default_socket_options(sock);

@@ -55,9 +55,12 @@ void put(httplib::Response& res, response r) {
 // An answer given without reading the whole body: the rest of it is still on the connection,
 // so the connection must not carry another request. cpp-httplib 0.11 decides keep-alive from the
 // request's Connection header when it writes the response, so that is where `close` goes.
+// A Connection header the client sent ("keep-alive") is replaced: cpp-httplib reads the first.
 void put_and_close(const httplib::Request& req, httplib::Response& res, response r) {
   put(res, std::move(r));
-  const_cast<httplib::Request&>(req).set_header("Connection", "close");
+  auto& headers = const_cast<httplib::Request&>(req).headers;
+  headers.erase("Connection");
+  headers.emplace("Connection", "close");
   res.set_header("Connection", "close");
 }
 
@@ -136,6 +139,21 @@ void serve(const endpoint& ep, const httplib_handler& handler, const httplib::Re
 }
 
 }  // namespace
+
+void apply_limits(httplib::Server& server, const httplib_limits& limits) {
+  if (limits.threads == 0 || limits.keep_alive_max == 0 || limits.max_header_count == 0)
+    throw configuration_error(
+        "idem::http::apply_limits: threads, keep_alive_max and max_header_count must each be at least 1");
+  server.new_task_queue = [threads = limits.threads] { return new httplib::ThreadPool(threads); };
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(limits.keep_alive_max);
+  server.set_pre_routing_handler([max = limits.max_header_count](const httplib::Request& req, httplib::Response& res) {
+    if (req.headers.size() <= max) return httplib::Server::HandlerResponse::Unhandled;
+    // Before the route reads the body: the connection must not carry another request.
+    put_and_close(req, res, problem(431, "Request header fields too large", "The request has too many header fields."));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
 
 std::shared_ptr<const endpoint> guard(httplib::Server& server, std::string_view method, std::string pattern,
                                       engine& eng, endpoint_options options, httplib_handler handler) {

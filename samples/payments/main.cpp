@@ -4,8 +4,10 @@
 //                        [--server httplib | beast] [--threads N] [--keep-alive-max N]
 //
 // --server beast serves the same routes and answers on Boost.Beast, asynchronously, on N
-// io_context threads (default 1); cpp-httplib (the default) keeps at most --keep-alive-max
-// requests on a connection (default 10000; cpp-httplib's own default, 5, makes clients reconnect).
+// io_context threads (default 1). cpp-httplib (the default) serves each connection on one of N
+// worker threads (default 256: as many slow clients as it survives, see idem::http::apply_limits)
+// and keeps at most --keep-alive-max requests on a connection (default 10000; cpp-httplib's own
+// default, 5, makes clients reconnect).
 //
 // The first line printed is `listening on 127.0.0.1:PORT` (with --port 0, a free port). SIGINT
 // or SIGTERM stops the server. See README.md, "HTTP endpoints", for curl sessions against it.
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
   std::string store_spec = "memory";
   std::size_t keep_alive_max = 10000;  // requests per connection before the server closes it
   std::string server_kind = "httplib";
-  int threads = 1;  // io_context threads of the Beast server
+  int threads = 0;  // 0: the server's default (Beast: 1 io_context thread; cpp-httplib: 256 workers)
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if ((arg == "--port" || arg == "--store" || arg == "--keep-alive-max" || arg == "--server" ||
@@ -160,15 +162,15 @@ int main(int argc, char** argv) {
     idem::engine engine{*store};
     payments::PaymentController controller;
 #ifdef IDEM_SAMPLE_WITH_BEAST
-    if (server_kind == "beast") return payments::serve_with_beast(engine, controller, port, threads, stop_signals);
+    if (server_kind == "beast")
+      return payments::serve_with_beast(engine, controller, port, threads == 0 ? 1 : threads, stop_signals);
 #endif
 
     httplib::Server server;
-    server.new_task_queue = [] { return new httplib::ThreadPool(64); };
-    server.set_tcp_nodelay(true);  // no Nagle delay between the header and body writes
-    // cpp-httplib closes a connection after 5 requests by default: every client (and every HTTP
-    // client pool) would reconnect after the fifth.
-    server.set_keep_alive_max_count(keep_alive_max);
+    // Each connection holds a worker while it is open (a slow client too): see apply_limits.
+    idem::http::httplib_limits limits{.keep_alive_max = keep_alive_max};
+    if (threads > 0) limits.threads = static_cast<std::size_t>(threads);
+    idem::http::apply_limits(server, limits);
     socket_t listener = INVALID_SOCKET;
     server.set_socket_options([&listener](socket_t sock) {
       httplib::default_socket_options(sock);

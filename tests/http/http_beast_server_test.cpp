@@ -7,10 +7,6 @@
 #include <idem/engine.hpp>
 #include <idem/memory_store.hpp>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <string>
@@ -19,44 +15,9 @@
 using namespace std::chrono_literals;
 using idem::http_test::beast_test_server;
 using idem::http_test::key_header;
+using idem::http_test::raw_socket;
 
 namespace {
-
-// A plain client socket, connected to the server (closed when it goes).
-class raw_socket {
- public:
-  explicit raw_socket(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-    timeval timeout{20, 0};  // a bound: a server that never answers fails the case
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  }
-  ~raw_socket() { ::close(fd_); }
-  raw_socket(const raw_socket&) = delete;
-  raw_socket& operator=(const raw_socket&) = delete;
-
-  void send(const std::string& bytes) {
-    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
-  }
-  // The answer's head (up to the blank line), or what came before the connection ended.
-  std::string head() {
-    std::string answer;
-    char buffer[4096];
-    while (answer.find("\r\n\r\n") == std::string::npos) {
-      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
-      if (n <= 0) break;
-      answer.append(buffer, static_cast<std::size_t>(n));
-    }
-    return answer;
-  }
-
- private:
-  int fd_;
-};
 
 struct server_rig {
   explicit server_rig(idem::http::beast::server_limits limits = {}) : http(1, limits) {

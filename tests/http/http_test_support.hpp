@@ -7,9 +7,13 @@
 #include <httplib.h>
 
 #include <idem/http/httplib.hpp>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -28,13 +32,59 @@ inline httplib::Client client_of(int port) {
   return c;
 }
 
-// A server listening on 127.0.0.1 with 64 worker threads (so that 20 concurrent duplicates all
-// reach the store at once). Register routes on `server`, then start(). Stops in the destructor.
+// A plain client socket, connected to the server (closed when it goes).
+class raw_socket {
+ public:
+  explicit raw_socket(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    timeval timeout{20, 0};  // a bound: a server that never answers fails the case
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  }
+  ~raw_socket() { ::close(fd_); }
+  raw_socket(const raw_socket&) = delete;
+  raw_socket& operator=(const raw_socket&) = delete;
+
+  void send(const std::string& bytes) {
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  }
+  // The answer's head (up to the blank line), or what came before the connection ended.
+  std::string head() {
+    std::string answer;
+    char buffer[4096];
+    while (answer.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      answer.append(buffer, static_cast<std::size_t>(n));
+    }
+    return answer;
+  }
+  // Whether the server closed the connection: the next read ends it, within the bound (a
+  // server that keeps it open fails the check after 20 s, not the test run).
+  bool closed() {
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+      if (n < 0) return false;  // the bound passed, or another error
+    }
+  }
+
+ private:
+  int fd_;
+};
+
+// A server listening on 127.0.0.1 with apply_limits (by default 64 worker threads, so that 20
+// concurrent duplicates all reach the store at once). Register routes on `server`, then start().
+// Stops in the destructor.
 class test_server {
  public:
-  test_server() {
-    server.new_task_queue = [] { return new httplib::ThreadPool(64); };
-    server.set_tcp_nodelay(true);  // no Nagle delay between the header and body writes
+  explicit test_server(idem::http::httplib_limits limits = {.threads = 64}) {
+    idem::http::apply_limits(server, limits);
     server.set_socket_options([this](socket_t sock) {
       httplib::default_socket_options(sock);
       listener_ = sock;

@@ -13,6 +13,7 @@
 // <idem/http/endpoint.hpp>.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +29,25 @@ namespace idem::http {
 
 // A cpp-httplib handler.
 using httplib_handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+
+// Bounds on what clients may take from a cpp-httplib server (apply_limits). cpp-httplib serves
+// each connection on a thread of its pool for as long as it is open, and bounds each read, not a
+// request: a client that sends its head a line at a time, each within the read timeout (5 s),
+// holds its thread for as long as it likes. `threads` is how many such clients the server
+// survives; Boost.Beast's server has no such limit (<idem/http/beast_server.hpp>).
+struct httplib_limits {
+  std::size_t threads = 256;          // connections served at once
+  std::size_t keep_alive_max = 10000;  // requests on one connection before the server closes it
+  std::size_t max_header_count = 100;  // header fields in a request; more is answered 431
+};
+
+// Sets on `server`, before it listens: a pool of limits.threads threads, TCP_NODELAY (no Nagle
+// delay between a response's head and body), limits.keep_alive_max (cpp-httplib's default of 5
+// makes every client reconnect after its fifth request), and a pre-routing handler that answers a
+// request with more than limits.max_header_count fields 431 and closes its connection (the fields
+// have been read by then: cpp-httplib caps each line at 8 KiB, not their number). Replaces the
+// server's task queue and pre-routing handler. Throws configuration_error for a zero limit.
+void apply_limits(httplib::Server& server, const httplib_limits& limits = {});
 
 // Registers `handler` for `method` ("POST", "PUT", "PATCH", "DELETE" or "GET") and `pattern` on
 // `server`, guarded by an endpoint built from `options` (validated now: configuration_error).
