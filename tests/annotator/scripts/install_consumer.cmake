@@ -1,7 +1,7 @@
 # Installs idem's build tree into WORK/prefix, builds the consumer project in SOURCE against it
-# with find_package(idem) (checking IDEM_INCLUDE_DIR and IDEM_ANNOTATE_INCLUDE_DIR), runs it and a
-# shared library that links the static idem::runtime, and checks idem_generate's incremental
-# behaviour:
+# with find_package(idem) (checking IDEM_INCLUDE_DIR and IDEM_ANNOTATE_INCLUDE_DIR), runs it, a
+# shared library that links the static idem::runtime, and the idem::asio and idem::beast
+# consumers, and checks idem_generate's incremental behaviour:
 #   - a no-op rebuild runs no generator command;
 #   - touching a header that one annotated header includes regenerates only that header's output.
 include(${CMAKE_CURRENT_LIST_DIR}/../../support/run_checked.cmake)
@@ -24,6 +24,11 @@ if(NOT output MATCHES "async: 100 ran, 100 replayed on one thread")
   message(FATAL_ERROR "the idem::asio consumer did not run every key once:\n${output}")
 endif()
 message(STATUS "idem::asio consumer: ${output}")
+run(${WORK}/build/consumer_beast)
+if(NOT output MATCHES "beast: 1 ran, 1 replayed")
+  message(FATAL_ERROR "the idem::beast consumer did not run its endpoint once and replay it:\n${output}")
+endif()
+message(STATUS "idem::beast consumer: ${output}")
 
 run(${CMAKE_COMMAND} --build ${WORK}/build -j 2)
 if(output MATCHES "idem-annotate")
