@@ -155,15 +155,19 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
     });
   }
 
+  // An error is handed to `finished` only once its catch block has ended: `finished` may take it
+  // to another thread at once, which must not share it with a thread still inside the catch block.
   void invoke_action(async_done finished) {
     if constexpr (action_traits<action_result<Action>>::awaitable) {
       auto self = this->shared_from_this();
       std::optional<action_result<Action>> coroutine;
+      std::exception_ptr not_started;  // handed on after the catch block (see invoke_action)
       try {
         coroutine.emplace(std::invoke(action_));
       } catch (...) {
-        return finished(std::current_exception());
+        not_started = std::current_exception();
       }
+      if (not_started) return finished(std::move(not_started));
       if constexpr (std::is_void_v<T>) {
         boost::asio::co_spawn(executor_, std::move(*coroutine),
                               boost::asio::bind_cancellation_slot(

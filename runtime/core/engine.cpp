@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "caught.hpp"
 #include "engine_core.hpp"
 #include "heartbeat_scheduler.hpp"
 #include "periodic_purge.hpp"
@@ -517,10 +518,8 @@ raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_toke
 
 // Asynchronously ------------------------------------------------------------------------------
 
-// Errors are handed on only after their catch block has ended: the handler may take the error to
-// another thread at once, and while this thread still holds the exception in a catch block the two
-// threads share it without any ordering ThreadSanitizer can see (libstdc++'s reference counts are
-// not instrumented).
+// Errors are caught with detail::caught (caught.hpp), so that they are handed on only after their
+// catch block has ended.
 //
 // One asynchronous call: the steps of run_alone, or of run_in_transaction when it is given a
 // transaction, each started by the end of the one before, so they never run at the same time.
@@ -542,22 +541,18 @@ struct async_call : std::enable_shared_from_this<async_call> {
   void claimed(std::exception_ptr error, acquire_result claim) {
     if (error) return fail(std::move(error));
     raw_outcome answer;
-    std::exception_ptr refused;
     bool answered = false;
-    try {
-      answered = core->answered(ctx, claim, answer);
-      if (!answered) {
-        token = std::get<acquired>(claim).token;
-        if (tx != nullptr) {
-          in_tx = core->enter_transaction(ctx, token, *tx);
-        } else {
-          heartbeat = core->begin_held(ctx, token);
-        }
-      }
-    } catch (...) {
-      refused = std::current_exception();
-    }
-    if (refused) return fail(std::move(refused));
+    if (std::exception_ptr refused = caught([&] {
+          answered = core->answered(ctx, claim, answer);
+          if (answered) return;
+          token = std::get<acquired>(claim).token;
+          if (tx != nullptr) {
+            in_tx = core->enter_transaction(ctx, token, *tx);
+          } else {
+            heartbeat = core->begin_held(ctx, token);
+          }
+        }))
+      return fail(std::move(refused));
     if (answered) return done(nullptr, std::move(answer));
     action([self = shared_from_this()](std::exception_ptr failure) { self->action_ended(std::move(failure)); });
   }
@@ -575,12 +570,7 @@ struct async_call : std::enable_shared_from_this<async_call> {
       });
       return;
     }
-    std::exception_ptr encode_failure;
-    try {
-      value = encode();
-    } catch (...) {
-      encode_failure = std::current_exception();
-    }
+    std::exception_ptr encode_failure = caught([&] { value = encode(); });
     if (in_tx) return returned_in_transaction(std::move(encode_failure));
     if (encode_failure) return completed(std::move(encode_failure));
     core->store_.async_complete(ctx.id, token, value, ctx.ttl,
@@ -589,26 +579,19 @@ struct async_call : std::enable_shared_from_this<async_call> {
 
   void completed(std::exception_ptr failure) {
     raw_outcome result;
-    std::exception_ptr error;
-    try {
-      result = core->finish(ctx, token, heartbeat, value, std::move(failure));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    if (error) return fail(std::move(error));
+    if (std::exception_ptr error =
+            caught([&] { result = core->finish(ctx, token, heartbeat, value, std::move(failure)); }))
+      return fail(std::move(error));
     done(nullptr, std::move(result));
   }
 
   void returned_in_transaction(std::exception_ptr encode_failure) {
     std::optional<raw_outcome> terminal;
-    std::exception_ptr error;
-    try {
-      in_tx->value = value;
-      terminal = core->action_returned(*in_tx, std::move(encode_failure));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    if (error) return fail(std::move(error));
+    if (std::exception_ptr error = caught([&] {
+          in_tx->value = value;
+          terminal = core->action_returned(*in_tx, std::move(encode_failure));
+        }))
+      return fail(std::move(error));
     if (terminal) return done(nullptr, std::move(*terminal));
     core->store_.async_complete_in_transaction(
         ctx.id, token, in_tx->value, ctx.ttl, *tx,
@@ -617,13 +600,8 @@ struct async_call : std::enable_shared_from_this<async_call> {
 
   void completed_inside(std::exception_ptr failure) {
     raw_outcome result;
-    std::exception_ptr error;
-    try {
-      result = core->completed_inside(in_tx, *tx, std::move(failure));
-    } catch (...) {
-      error = std::current_exception();
-    }
-    if (error) return fail(std::move(error));
+    if (std::exception_ptr error = caught([&] { result = core->completed_inside(in_tx, *tx, std::move(failure)); }))
+      return fail(std::move(error));
     done(nullptr, std::move(result));
   }
 
@@ -642,29 +620,20 @@ struct async_call : std::enable_shared_from_this<async_call> {
 void engine_core::async_run(const context& ctx, transaction* tx, async_action action, std::function<payload()> encode,
                             cancellation* cancel, async_handler<raw_outcome> done) {
   std::shared_ptr<async_call> call;
-  std::exception_ptr refused;
-  try {
-    ctx.validate();
-    if (tx != nullptr && !tx->active()) tx = nullptr;
-    if (ctx.completion == completion_mode::join_transaction)
-      check_join_possible(ctx, tx, "for this asynchronous call (give it the transaction: engine::async_run, "
-                                   "idem::async_execute(engine, ctx, tx, ...))");
-    call = std::make_shared<async_call>(shared_from_this(), ctx, tx, std::move(action), std::move(encode), done);
-  } catch (...) {
-    refused = std::current_exception();
-  }
-  if (refused) return done(std::move(refused), raw_outcome{in_flight{}});
+  if (std::exception_ptr refused = caught([&] {
+        ctx.validate();
+        if (tx != nullptr && !tx->active()) tx = nullptr;
+        if (ctx.completion == completion_mode::join_transaction)
+          check_join_possible(ctx, tx, "for this asynchronous call (give it the transaction: engine::async_run, "
+                                       "idem::async_execute(engine, ctx, tx, ...))");
+        call = std::make_shared<async_call>(shared_from_this(), ctx, tx, std::move(action), std::move(encode), done);
+      }))
+    return done(std::move(refused), raw_outcome{in_flight{}});
   if (ctx.completion != completion_mode::join_transaction) return call->claim(cancel);
   // The store's answer about the transaction comes before anything is acquired.
   store_.async_join_problem(*tx, [call, cancel](std::exception_ptr error, std::string problem) {
     std::exception_ptr refusal = std::move(error);
-    if (!refusal) {
-      try {
-        check_join_answer(call->ctx, problem);
-      } catch (...) {
-        refusal = std::current_exception();
-      }
-    }
+    if (!refusal) refusal = caught([&] { check_join_answer(call->ctx, problem); });
     if (refusal) return call->fail(std::move(refusal));
     call->claim(cancel);
   });

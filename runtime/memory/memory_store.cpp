@@ -36,6 +36,7 @@
 #include <idem/detail/function_ref.hpp>
 #include <idem/errors.hpp>
 
+#include "../core/caught.hpp"
 #include "../core/timer_queue.hpp"
 
 namespace idem {
@@ -427,21 +428,19 @@ acquire_result memory_store::try_acquire(const context& ctx) {
 
 void memory_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
   bool handed_over = false;
+  bool answered = false;
   acquire_result answer{in_flight{}};
-  try {
-    if (!look_or_wait(ctx, cancel,
-                      [&] {
-                        handed_over = true;
-                        return std::move(done);
-                      },
-                      answer)) {
-      return;
-    }
-  } catch (...) {
-    if (!handed_over) done(std::current_exception(), acquire_result{in_flight{}});
-    return;
-  }
-  done(nullptr, std::move(answer));
+  std::exception_ptr error = detail::caught([&] {
+    answered = look_or_wait(ctx, cancel,
+                            [&] {
+                              handed_over = true;
+                              return std::move(done);
+                            },
+                            answer);
+  });
+  if (handed_over) return;  // the waiter answers, whatever happened after it took the handler
+  if (error) return done(std::move(error), acquire_result{in_flight{}});
+  if (answered) done(nullptr, std::move(answer));
 }
 
 void memory_store::complete(const identity& id, const lease_token& token, const payload& value,

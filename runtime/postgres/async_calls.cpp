@@ -10,6 +10,7 @@
 #include <system_error>
 #include <variant>
 
+#include "../core/caught.hpp"
 #include "../core/pending_calls.hpp"
 #include "store_impl.hpp"
 
@@ -140,15 +141,15 @@ struct async_fenced : std::enable_shared_from_this<async_fenced> {
 
   void connected(std::exception_ptr error, std::shared_ptr<connection_pool::checkout> c) {
     if (error) {
-      try {
-        try {
-          std::rethrow_exception(error);
-        } catch (const pg_error& e) {
-          call.no_connection(e);
-        }
-      } catch (...) {
-        return report(std::current_exception());
-      }
+      // no_connection rethrows what the call cannot survive; anything but a pg_error passes on.
+      if (std::exception_ptr failed = detail::caught([&] {
+            try {
+              std::rethrow_exception(error);
+            } catch (const pg_error& e) {
+              call.no_connection(e);
+            }
+          }))
+        return report(std::move(failed));
     }
     const int backend = PQbackendPID(c->get());
     s.async_run(std::move(c), call.statement(), call.params(), call.deadline(),
@@ -158,15 +159,16 @@ struct async_fenced : std::enable_shared_from_this<async_fenced> {
   }
 
   void answered(result_ptr r, std::exception_ptr error, int backend) {
-    try {
-      if (error) {
-        if (on_pg_error(error, [&](const pg_error& e) { return call.failed(e, backend); })) return start();
+    bool again = false;
+    std::exception_ptr failed = detail::caught([&] {
+      if (error && on_pg_error(error, [&](const pg_error& e) { return call.failed(e, backend); })) {
+        again = true;
+        return;
       }
       call.answered(r.get());
-    } catch (...) {
-      return report(std::current_exception());
-    }
-    report(nullptr);
+    });
+    if (again && !failed) return start();
+    report(std::move(failed));
   }
 
   void report(std::exception_ptr error) {
@@ -258,15 +260,14 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
       return;
     }
     claim_attempts::step next = claim_attempts::look_again{};
-    try {
-      if (error) {
-        next = on_pg_error(error, [&](const pg_error& e) { return attempts->failed(e, backend); });
-      } else {
-        next = attempts->answered(r.get());
-      }
-    } catch (...) {
-      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
-    }
+    if (std::exception_ptr failed = detail::caught([&] {
+          if (error) {
+            next = on_pg_error(error, [&](const pg_error& e) { return attempts->failed(e, backend); });
+          } else {
+            next = attempts->answered(r.get());
+          }
+        }))
+      return finish(lock, std::move(failed), acquire_result{in_flight{}});
     if (auto* answer = std::get_if<acquire_result>(&next)) return finish(lock, nullptr, std::move(*answer));
     if (std::holds_alternative<claim_attempts::look_again>(next)) return send(lock);
     wait(lock, std::get<claim_attempts::wait_for>(next).until);
@@ -280,14 +281,14 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
       return send(lock);  // it changed already
     }
     event_loop::id registered = 0;
-    try {
-      registered = s.loop.at(until, [self, current](event_loop::wake why) {
-        if (why == event_loop::wake::stopped) return self->end_early(std::make_exception_ptr(self->going_error()));
-        self->woken(current);
-      });
-    } catch (...) {
-      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
-    }
+    if (std::exception_ptr failed = detail::caught([&] {
+          registered = s.loop.at(until, [self, current](event_loop::wake why) {
+            if (why == event_loop::wake::stopped)
+              return self->end_early(std::make_exception_ptr(self->going_error()));
+            self->woken(current);
+          });
+        }))
+      return finish(lock, std::move(failed), acquire_result{in_flight{}});
     if (registered == 0) return finish(lock, std::make_exception_ptr(going_error()), acquire_result{in_flight{}});
     timer = registered;
     lock.unlock();

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "../core/blocking_pool.hpp"
+#include "../core/caught.hpp"
 
 namespace idem::detail::pg {
 
@@ -131,7 +132,7 @@ void connection_pool::open_for(steady::time_point deadline, checkout_handler don
     }
     if (--opening_async_ == 0) opened_async_.notify_all();
   };
-  try {
+  std::exception_ptr not_posted = detail::caught([&] {
     blocking_pool::shared().post([this, deadline, done, opened]() {
       std::exception_ptr error;
       std::shared_ptr<checkout> fresh_checkout;
@@ -159,9 +160,10 @@ void connection_pool::open_for(steady::time_point deadline, checkout_handler don
         // The caller reports through its own operation.
       }
     });
-  } catch (...) {
-    opened(std::current_exception());
-    done(std::current_exception(), nullptr);
+  });
+  if (not_posted) {
+    opened(not_posted);
+    done(std::move(not_posted), nullptr);
   }
 }
 

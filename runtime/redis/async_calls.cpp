@@ -9,6 +9,7 @@
 
 #include <idem/async.hpp>
 
+#include "../core/caught.hpp"
 #include "../core/pending_calls.hpp"
 #include "record_wait.hpp"
 #include "store_impl.hpp"
@@ -71,25 +72,29 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
       return;
     }
     record_wait::step next;
-    try {
-      if (error) std::rethrow_exception(error);
-      impl::look seen = d.read_look(ctx, request, out, sent_at);
-      if (!wait) {
-        if (!seen.busy || ctx.wait <= milliseconds{0}) return finish(lock, nullptr, std::move(seen.answer));
-        wait.emplace(d, ctx, request.key, std::move(seen), deadline);
-        next = wait->start();
-      } else {
-        next = wait->looked(std::move(seen));
-      }
-    } catch (...) {
-      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
-    }
+    std::optional<acquire_result> answer;
+    if (std::exception_ptr failed = detail::caught([&] {
+          if (error) std::rethrow_exception(error);
+          impl::look seen = d.read_look(ctx, request, out, sent_at);
+          if (!wait) {
+            if (!seen.busy || ctx.wait <= milliseconds{0}) {
+              answer = std::move(seen.answer);
+              return;
+            }
+            wait.emplace(d, ctx, request.key, std::move(seen), deadline);
+            next = wait->start();
+          } else {
+            next = wait->looked(std::move(seen));
+          }
+        }))
+      return finish(lock, std::move(failed), acquire_result{in_flight{}});
+    if (answer) return finish(lock, nullptr, std::move(*answer));
     advance(lock, std::move(next));
   }
 
   // Takes the machine's next step. Called with the lock held; releases it.
   void advance(std::unique_lock<std::mutex>& lock, record_wait::step next) {
-    try {
+    std::exception_ptr failed = detail::caught([&] {
       for (;;) {
         if (auto* answered = std::get_if<record_wait::answer>(&next)) {
           return finish(lock, nullptr, std::move(answered->result));
@@ -119,9 +124,8 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
         lock.unlock();
         return;
       }
-    } catch (...) {
-      finish(lock, std::current_exception(), acquire_result{in_flight{}});
-    }
+    });
+    if (failed) finish(lock, std::move(failed), acquire_result{in_flight{}});
   }
 
   void paused(std::uint64_t which, event_loop::wake why) {
@@ -130,11 +134,8 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
     timer = 0;
     if (why == event_loop::wake::stopped) return stopped(lock);
     record_wait::step next;
-    try {
-      next = wait->paused();
-    } catch (...) {
-      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
-    }
+    if (std::exception_ptr failed = detail::caught([&] { next = wait->paused(); }))
+      return finish(lock, std::move(failed), acquire_result{in_flight{}});
     advance(lock, std::move(next));
   }
 
@@ -146,11 +147,8 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
     stop_waiting_locked();
     if (why == event_loop::wake::stopped) return stopped(lock);
     record_wait::step next;
-    try {
-      next = wait->woken();
-    } catch (...) {
-      return finish(lock, std::current_exception(), acquire_result{in_flight{}});
-    }
+    if (std::exception_ptr failed = detail::caught([&] { next = wait->woken(); }))
+      return finish(lock, std::move(failed), acquire_result{in_flight{}});
     advance(lock, std::move(next));
   }
 
@@ -227,13 +225,7 @@ void redis_store::impl::async_release_record(const identity& id, const std::stri
   op->call.emplace(*this, target{"release", &op->request.id}, rd::scripts().release, op->request.request.keys,
                    op->request.request.args, true);
   run_async(*op->call, [this, op](std::exception_ptr error, outcome out) {
-    if (!error) {
-      try {
-        read_release(op->call->t, out);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
+    if (!error) error = detail::caught([&] { read_release(op->call->t, out); });
     op->done(std::move(error));
   });
 }
@@ -244,10 +236,8 @@ void redis_store::async_try_acquire(const context& ctx, cancellation* cancel, as
   if (d.options.replica_ack.replicas > 0) return store::async_try_acquire(ctx, cancel, std::move(done));
   std::string key = d.key_of(ctx.id);
   std::optional<acquire_result> hit;
-  try {
-    hit = d.cached(ctx, key, steady::now());
-  } catch (...) {
-    done(std::current_exception(), acquire_result{in_flight{}});
+  if (std::exception_ptr failed = detail::caught([&] { hit = d.cached(ctx, key, steady::now()); })) {
+    done(std::move(failed), acquire_result{in_flight{}});
     return;
   }
   if (hit) {
@@ -273,13 +263,10 @@ void redis_store::async_complete(const identity& id, const lease_token& token, c
                    op->request.request.args, true);
   op->sent_at = steady::now();
   d.run_async(*op->call, [&d, op](std::exception_ptr error, impl::outcome out) {
-    if (!error) {
-      try {
+    if (!error)
+      error = detail::caught([&] {
         d.read_complete(op->call->t, op->request.request, op->request.value, op->request.ttl, out, op->sent_at);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    }
+      });
     op->done(std::move(error));
   });
 }

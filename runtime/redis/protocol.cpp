@@ -8,6 +8,7 @@
 #include <idem/duration.hpp>
 
 #include "../core/blocking_pool.hpp"
+#include "../core/caught.hpp"
 #include "hash_slot.hpp"
 
 namespace idem {
@@ -321,31 +322,27 @@ void redis_store::impl::answered(script_call& c, const rd::io_failure* failure, 
     return;
   }
   outcome out;
-  try {
-    if (failure != nullptr) {
-      after_failure(c, *failure);  // a single server's failure: throws
-    } else if (!after_reply(c)) {
-      run_async(c, std::move(done));  // NOSCRIPT: once more with EVAL
-      return;
-    } else {
-      out = result(c);
-    }
-  } catch (...) {
-    done(std::current_exception(), outcome{});
+  bool again = false;
+  if (std::exception_ptr error = detail::caught([&] {
+        if (failure != nullptr) {
+          after_failure(c, *failure);  // a single server's failure: throws
+        } else if (!after_reply(c)) {
+          again = true;  // NOSCRIPT: once more with EVAL
+        } else {
+          out = result(c);
+        }
+      })) {
+    done(std::move(error), outcome{});
     return;
   }
+  if (again) return run_async(c, std::move(done));
   done(nullptr, std::move(out));
 }
 
 void redis_store::impl::continue_blocking(script_call& c, outcome_handler done, std::function<bool()> step) {
   detail::blocking_pool::shared().post([this, &c, done = std::move(done), step = std::move(step)] {
     outcome out;
-    std::exception_ptr error;
-    try {
-      out = step() ? result(c) : run_blocking(c);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    std::exception_ptr error = detail::caught([&] { out = step() ? result(c) : run_blocking(c); });
     done(std::move(error), std::move(out));
   });
 }

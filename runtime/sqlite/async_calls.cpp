@@ -1,6 +1,8 @@
 // runtime/sqlite/async_calls.cpp — sqlite_store's asynchronous calls, on two threads of its own.
 #include "store_parts.hpp"
 
+#include "../core/caught.hpp"
+
 namespace idem {
 
 // One asynchronous try_acquire: attempts (acquire_attempts::next) on the store's workers, waits as
@@ -36,11 +38,8 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
   }
 
   void post_attempt() {
-    try {
-      s.workers.post([self = shared_from_this()] { self->attempt(); });
-    } catch (...) {
-      end_early(std::current_exception());
-    }
+    if (std::exception_ptr failed = detail::caught([&] { s.workers.post([self = shared_from_this()] { self->attempt(); }); }))
+      end_early(std::move(failed));
   }
 
   // On a worker: one look (and claim), then the answer or the next wait.
@@ -85,11 +84,9 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
       post_attempt();
       return;
     }
-    try {
-      timer = s.timers.schedule(wait.until, [self, current] { self->woken(current, false); });
-    } catch (...) {
-      finish(lock, std::current_exception(), acquire_result{in_flight{}});
-    }
+    if (std::exception_ptr failed = detail::caught(
+            [&] { timer = s.timers.schedule(wait.until, [self, current] { self->woken(current, false); }); }))
+      finish(lock, std::move(failed), acquire_result{in_flight{}});
   }
 
   // The record changed (`notified`) or the wait's time came.
