@@ -1,14 +1,8 @@
 // tests/http/http_endpoint_test.cpp — the protocol over real loopback HTTP: a cpp-httplib server,
 // httplib::Client, the engine and a real memory store (behind the fault-injecting decorator where a
 // test needs to observe or slow a store operation).
-#include "http_test_support.hpp"
-#ifdef IDEM_TEST_BEAST
-#include "beast_test_server.hpp"
 // Every case of the table runs against both adapters.
-#define IDEM_HTTP_SERVERS httplib_test_server, beast_test_server
-#else
-#define IDEM_HTTP_SERVERS httplib_test_server
-#endif
+#include "http_servers.hpp"
 #include "support/eventually.hpp"
 #include "support/faulty_store.hpp"
 

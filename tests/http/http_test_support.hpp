@@ -131,6 +131,7 @@ class test_server {
 // guard() registers a guarded route.
 class httplib_test_server : public test_server {
  public:
+  using test_server::test_server;
   std::shared_ptr<const idem::http::endpoint> guard(std::string_view method, std::string pattern, idem::engine& eng,
                                                     idem::http::endpoint_options options,
                                                     idem::http::httplib_handler handler) {
