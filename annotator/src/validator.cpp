@@ -394,6 +394,7 @@ std::vector<diagnostic> check_scope_conflicts(const std::vector<function_spec>& 
                                          .options = spec.options,
                                          .codec = spec.codec,
                                          .result_type = spec.facts.return_type,
+                                         .http_endpoint = spec.facts.http_endpoint,
                                          .where = {}});  // the caret and the note show where
   }
   std::vector<diagnostic> out;

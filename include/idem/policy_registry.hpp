@@ -50,6 +50,9 @@ struct scope_claim {
   call_options options{};
   std::string_view codec{};  // empty for void functions
   std::string_view result_type{};
+  // An HTTP endpoint: its records hold the HTTP response, whichever server's signature (and so
+  // return type) it has.
+  bool http_endpoint = false;
   std::string_view where{};  // "file:line:column" shown after the name; empty to show none
 };
 
@@ -58,7 +61,8 @@ struct scope_claim {
 // the other; that is allowed only on purpose and only when it is harmless:
 //   - at least one of them names the scope explicitly (two default scopes that coincide, such as
 //     billing::handle and mailing::handle, or two overloads, are an accident), and
-//   - they agree on ttl, lease, waitTimeout, completion, return type and codec.
+//   - they agree on ttl, lease, waitTimeout, completion and what a record holds: the return type
+//     and codec, or, for two HTTP endpoints (of either server), the response.
 // Returns empty when they may share, else the message (naming both functions, never a key).
 // Claims with different scopes never conflict.
 std::string scope_sharing_problem(const scope_claim& earlier, const scope_claim& later);

@@ -68,7 +68,12 @@ std::string scope_sharing_problem(const scope_claim& earlier, const scope_claim&
   if (a.wait != b.wait) differences.push_back(fmt::format("waitTimeout {} vs {}", show(b.wait), show(a.wait)));
   if (a.completion != b.completion)
     differences.push_back(fmt::format("completion {} vs {}", show(b.completion), show(a.completion)));
-  if (earlier.result_type != later.result_type)
+  if (earlier.http_endpoint != later.http_endpoint)
+    differences.push_back(later.http_endpoint ? fmt::format("an HTTP endpoint vs return type '{}'", earlier.result_type)
+                                              : fmt::format("return type '{}' vs an HTTP endpoint", later.result_type));
+  else if (earlier.http_endpoint)
+    ;  // both store the HTTP response
+  else if (earlier.result_type != later.result_type)
     differences.push_back(fmt::format("return type '{}' vs '{}'", later.result_type, earlier.result_type));
   else if (earlier.codec != later.codec)
     differences.push_back(fmt::format("codec \"{}\" vs \"{}\"", later.codec, earlier.codec));
@@ -120,6 +125,7 @@ void check_shared_scopes(const std::vector<policy_info>& policies) {
                                  .options = p.options,
                                  .codec = p.codec,
                                  .result_type = p.result_type,
+                                 .http_endpoint = p.http_endpoint,
                                  .where = wheres[i]});
   }
   const std::vector<scope_conflict> conflicts = scope_conflicts(claims);

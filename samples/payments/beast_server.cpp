@@ -3,9 +3,11 @@
 // POST /payments is guarded asynchronously, so a duplicate's wait and a slow provider hold no
 // thread.
 #include "beast_server.hpp"
+
+#include "beast_payments.hpp"
 // The endpoint's policy, as main.cpp takes it.
 #ifdef IDEM_SAMPLE_GENERATED_POLICY
-#include "payment_controller.idem.hpp"
+#include "beast_payments.idem.hpp"
 #else
 #include "payment_controller_policy.hpp"
 #endif
@@ -14,12 +16,9 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <idem/http/beast_server.hpp>
-#include <idem/invoke.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -28,41 +27,16 @@
 #include <vector>
 
 namespace payments {
-namespace {
 
 namespace asio = boost::asio;
 using idem::http::beast::request_type;
 using idem::http::beast::response_type;
 
-response_type to_response(const reply& r) {
-  response_type res{static_cast<boost::beast::http::status>(r.status), 11};
-  res.set(boost::beast::http::field::content_type, r.content_type);
-  if (!r.location.empty()) res.set(boost::beast::http::field::location, r.location);
-  res.body() = r.body;
-  return res;
-}
-
-}  // namespace
-
 int serve_with_beast(idem::engine& engine, PaymentController& controller, int port, int threads,
                      const sigset_t& stop_signals) {
-  using create = idem::policy<&PaymentController::create>;
-  static_assert(create::http_endpoint, "PaymentController::create is an endpoint");
-  static_cast<void>(create::registered);
-  auto payments = std::make_shared<const idem::http::endpoint>(
-      engine, idem::http::endpoint_options{std::string(create::scope), create::options(), {}});
-
+  BeastPayments beast_payments{controller};
   idem::http::beast::router routes;
-  routes.add("POST", "/payments", payments, [&controller](const request_type& req) -> asio::awaitable<response_type> {
-    auto read = PaymentController::read_order(req.body());
-    if (auto* refused = std::get_if<reply>(&read)) co_return to_response(*refused);
-    const order o = std::get<order>(read);
-    if (o.delay.count() > 0) {  // the provider is slow: wait without holding the thread
-      asio::steady_timer provider(co_await asio::this_coro::executor, o.delay);
-      co_await provider.async_wait(asio::use_awaitable);
-    }
-    co_return to_response(controller.place(o));
-  });
+  idem::http::beast::route<&BeastPayments::create>(routes, "POST", "/payments", engine, beast_payments);
   routes.add("GET", "/payments", [&controller](const request_type&) -> asio::awaitable<response_type> {
     co_return to_response(controller.listing());
   });

@@ -1,4 +1,4 @@
-// samples/payments/payment_controller_policy.cpp — the registration of the hand-written policy
+// samples/payments/payment_controller_policy.cpp — the registrations of the hand-written policies
 // (builds without idem-annotate); see payment_controller_policy.hpp.
 #include "payment_controller_policy.hpp"
 
@@ -16,3 +16,18 @@ const bool idem::policy<&payments::PaymentController::create>::registered = idem
     .line = line,
     .column = column,
 });
+
+#ifdef IDEM_SAMPLE_WITH_BEAST
+const bool idem::policy<&payments::BeastPayments::create>::registered = idem::detail::register_policy({
+    .function = function,
+    .scope = scope,
+    .scope_explicit = true,
+    .options = options(),
+    .codec = {},
+    .result_type = "boost::asio::awaitable<idem::http::beast::response_type>",
+    .http_endpoint = true,
+    .file = file,
+    .line = line,
+    .column = column,
+});
+#endif

@@ -20,6 +20,7 @@ scope_claim claim(std::string_view function, std::string_view scope, bool scope_
                      .options = {},
                      .codec = "",
                      .result_type = "void",
+                     .http_endpoint = false,
                      .where = {}};
 }
 
@@ -79,6 +80,25 @@ TEST_CASE("scope sharing: a shared scope needs the same settings, codec and retu
             suffix);
   other_codec.codec = valued.codec;
   CHECK(scope_sharing_problem(valued, other_codec).empty());
+}
+
+TEST_CASE("scope sharing: two HTTP endpoints store the response, whichever server's signature they have",
+          "[unit][policy]") {
+  scope_claim httplib_endpoint = claim("PaymentController::create", "PaymentController.create", false);
+  httplib_endpoint.http_endpoint = true;
+  scope_claim beast_endpoint = claim("BeastPayments::create", "PaymentController.create", true);
+  beast_endpoint.http_endpoint = true;
+  beast_endpoint.result_type = "boost::asio::awaitable<response_type>";
+  CHECK(scope_sharing_problem(httplib_endpoint, beast_endpoint).empty());
+  CHECK(scope_sharing_problem(beast_endpoint, httplib_endpoint).empty());
+  // A void function shares no record with an endpoint: it stores nothing, the endpoint a response.
+  const scope_claim job = claim("Jobs::create", "PaymentController.create", true);
+  const std::string problem = scope_sharing_problem(httplib_endpoint, job);
+  CHECK(problem.find("(return type 'void' vs an HTTP endpoint)") != std::string::npos);
+  CHECK(scope_sharing_problem(job, httplib_endpoint).find("(an HTTP endpoint vs return type 'void')") !=
+        std::string::npos);
+  beast_endpoint.options.wait = std::chrono::milliseconds(0);
+  CHECK(scope_sharing_problem(httplib_endpoint, beast_endpoint).find("waitTimeout") != std::string::npos);
 }
 
 TEST_CASE("scope sharing: locations are shown when given", "[unit][policy]") {
