@@ -6,7 +6,8 @@
 #   SERVERS="httplib beast" (the default): both servers, one after the other
 #   PEERS=1 (the default when node and npm are there): then the payments sample on Redis (both
 #     servers) against the Express peers of bench/http/peers on the same redis-server, POST
-#     /payments, at PEER_CONNECTIONS="16 256"; PEERS=0 skips it
+#     /payments, at PEER_CONNECTIONS="16 256"; PEERS=0 skips it; BEAST_THREADS=N (default 1) runs
+#     the Beast sample on N io_context threads
 #
 # For each store it starts build/bench/http/idem_bench_http_server, then per round runs wrk on
 # /unguarded and /guarded, alternating, for first calls (first.lua: a new key per request) and
@@ -137,7 +138,7 @@ if [[ $peers_wanted != 0 && -f "$redis_dir/address" ]]; then
   declare -A port_of
   launch sample-httplib "$sample_bin" --port 0 --store "redis:$redis_address" --server httplib
   peer_pids+=("$launched_pid"); port_of["sample httplib"]=$port
-  launch sample-beast "$sample_bin" --port 0 --store "redis:$redis_address" --server beast
+  launch sample-beast "$sample_bin" --port 0 --store "redis:$redis_address" --server beast --threads "${BEAST_THREADS:-1}"
   peer_pids+=("$launched_pid"); port_of["sample beast"]=$port
   for peer in express-idempotency node-idempotency; do
     launch "$peer" node "$peers_dir/server.mjs" --peer "$peer" --redis "$redis_address"
