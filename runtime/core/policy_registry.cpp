@@ -68,14 +68,14 @@ std::string scope_sharing_problem(const scope_claim& earlier, const scope_claim&
   if (a.wait != b.wait) differences.push_back(fmt::format("waitTimeout {} vs {}", show(b.wait), show(a.wait)));
   if (a.completion != b.completion)
     differences.push_back(fmt::format("completion {} vs {}", show(b.completion), show(a.completion)));
+  // Two HTTP endpoints both store the response, whatever their return types.
+  const bool both_endpoints = earlier.http_endpoint && later.http_endpoint;
   if (earlier.http_endpoint != later.http_endpoint)
     differences.push_back(later.http_endpoint ? fmt::format("an HTTP endpoint vs return type '{}'", earlier.result_type)
                                               : fmt::format("return type '{}' vs an HTTP endpoint", later.result_type));
-  else if (earlier.http_endpoint)
-    ;  // both store the HTTP response
-  else if (earlier.result_type != later.result_type)
+  else if (!both_endpoints && earlier.result_type != later.result_type)
     differences.push_back(fmt::format("return type '{}' vs '{}'", later.result_type, earlier.result_type));
-  else if (earlier.codec != later.codec)
+  else if (!both_endpoints && earlier.codec != later.codec)
     differences.push_back(fmt::format("codec \"{}\" vs \"{}\"", later.codec, earlier.codec));
   if (differences.empty()) return {};
   return fmt::format(
