@@ -22,6 +22,10 @@ std::string describe_current() {
 
 }  // namespace
 
+std::chrono::milliseconds heartbeat_scheduler::retry_delay(std::chrono::milliseconds period) {
+  return std::max(period / 4, std::chrono::milliseconds(1));
+}
+
 heartbeat_scheduler::heartbeat_scheduler(store& backing_store, log_sink log, std::chrono::milliseconds forget_after)
     : store_(backing_store), log_(std::move(log)), forget_after_(forget_after) {
   std::lock_guard lock(mutex_);
@@ -214,12 +218,14 @@ void heartbeat_scheduler::extend(std::uint32_t index, std::unique_lock<std::mute
   const lease_token token = slots_[index].token;
   const auto lease = slots_[index].lease;
   lock.unlock();
+  bool failed = false;
   try {
     if (!store_.extend(id, token, lease))
       log_({log_level::debug, fmt::format("the lease on {} was no longer held when its heartbeat ran", id.to_string())});
   } catch (...) {
-    // The lease may now expire and be stolen; the holder learns of it when complete or release
-    // throws lease_lost_error.
+    // Retried soon (below); if every try fails the lease expires and may be stolen, and the holder
+    // learns of it when complete or release throws lease_lost_error.
+    failed = true;
     log_({log_level::warning,
           fmt::format("could not extend the lease on {}: {}", id.to_string(), describe_current())});
   }
@@ -229,9 +235,13 @@ void heartbeat_scheduler::extend(std::uint32_t index, std::unique_lock<std::mute
   if (s.cancelled) {
     free_slot(index);
   } else {
+    // After a failure the lease has at most half of it left: the next period would come too late,
+    // so try again after a quarter period (the retries share a list of that delay, which keeps
+    // every list ordered by due time).
+    const auto delay = failed ? retry_delay(s.period) : s.period;
     const auto now = clock::now();
-    s.due = now + s.period;
-    link(index, queue_for(s.period, now));
+    s.due = now + delay;
+    link(index, queue_for(delay, now));
     // The leader chose its wake-up while this entry was unlinked: it may sleep until the head of
     // a list with a longer period, past this entry's due time. Then it must wake earlier, as in
     // start(), or a short lease lapses while a long one is held.

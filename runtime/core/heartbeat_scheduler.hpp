@@ -17,7 +17,8 @@
 
 namespace idem::detail {
 
-// Extends every registered lease by its full length every lease/2.
+// Extends every registered lease by its full length every lease/2; an extend that fails (throws)
+// is tried again after lease/8, so one failed attempt does not cost the lease.
 //
 // Extends run in parallel: a store call that is slow for one record (a lock wait, a pool slot, a
 // stalled connection) never holds up another record's extend. The threads form a leader/followers
@@ -63,8 +64,8 @@ class heartbeat_scheduler {
     std::uint32_t slot_ = 0;
   };
 
-  // Extends (`id`, `token`) by `lease` every lease/2 (at least every millisecond) until the
-  // handle is cancelled.
+  // Extends (`id`, `token`) by `lease` every lease/2 (at least every millisecond), and lease/8
+  // after an extend that threw, until the handle is cancelled.
   [[nodiscard]] handle start(const identity& id, const lease_token& token, std::chrono::milliseconds lease);
 
   // How many threads the pool has now. For tests and statistics.
@@ -76,6 +77,9 @@ class heartbeat_scheduler {
  private:
   using clock = std::chrono::steady_clock;
   static constexpr std::uint32_t none = UINT32_MAX;
+
+  // How soon an extend that threw is tried again: a quarter of its period, at least 1 ms.
+  static std::chrono::milliseconds retry_delay(std::chrono::milliseconds period);
 
   struct slot {
     std::optional<identity> id;  // engaged once used; later uses assign into its storage

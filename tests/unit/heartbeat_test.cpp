@@ -2,10 +2,13 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <latch>
 #include <thread>
 
 #include <idem/idem.hpp>
+
+#include "support/faulty_store.hpp"
 
 using namespace std::chrono_literals;
 
@@ -69,4 +72,30 @@ TEST_CASE("heartbeat: without a live holder the lease expires and is stolen", "[
   int runs = 0;
   CHECK(std::holds_alternative<idem::executed<void>>(engine.execute(engine.make_context("S.m", "k"), [&] { ++runs; })));
   CHECK(runs == 1);
+}
+
+// Found in CI (fault.sqlite.extend_under_write_lock_contention on a loaded machine): one extend that
+// gave up on SQLite's write lock cost the lease, because the next try came a whole period later,
+// when the lease had already lapsed, and another store stole the record.
+TEST_CASE("heartbeat: a failed extend is tried again before the lease lapses", "[engine][heartbeat][concurrency]") {
+  idem::test::faulty_store store;
+  std::atomic<int> extends = 0;
+  std::promise<idem::acquire_result> thief_at_retry;
+  store.before_extend = [&](const idem::identity& id) {
+    const int n = ++extends;
+    if (n == 1) throw idem::store_unavailable_error("injected: the write lock stayed busy");
+    // The retry: a thief asking now must still find the record held, not lapsed.
+    if (n == 2) thief_at_retry.set_value(store.try_acquire({.id = id, .lease = 2s, .wait = 0ms}));
+    return true;
+  };
+  idem::engine engine(store);
+  auto retried = thief_at_retry.get_future();
+  std::future_status status{};
+  auto o = engine.execute(engine.make_context("S.m", "k", {.lease = 2s}), [&] {
+    status = retried.wait_for(30s);  // the first extend is due after 1 s, its retry 250 ms later
+  });
+  REQUIRE(status == std::future_status::ready);
+  const idem::acquire_result thief = retried.get();
+  CHECK(std::holds_alternative<idem::in_flight>(thief));
+  CHECK(o.ran());
 }
