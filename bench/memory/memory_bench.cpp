@@ -1,9 +1,13 @@
 // bench/memory — the engine over the memory store against a bare std::mutex + std::unordered_map,
-// measured in the same run: first calls (unique keys), replays (the same keys again), 1 and 2
-// threads; the wake-up latency of a blocked duplicate; bytes of memory per stored record.
+// measured in the same run: first calls (unique keys) and replays (the same keys again) with 100,000
+// and 200,000 calls per thread, 1 and 2 threads; the voluntary context switches of each phase
+// (getrusage: every thread of the process, the engine's heartbeat and timers included) per 1,000
+// calls; the wake-up latency of a blocked duplicate; bytes of memory per stored record.
 //
-// Run: build/bench/idem_bench_memory [operations-per-thread]
+// Run: build/bench/idem_bench_memory [rounds [threads [calls-per-thread]]]
+//   rounds: default 5, medians over the rounds; threads (1 or 2) and calls: only that row, e.g. for perf.
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -46,10 +50,22 @@ struct bare_map {
   }
 };
 
+long voluntary_switches() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_nvcsw;
+}
+
+struct phase_result {
+  double ns_per_call;
+  double switches_per_1000;  // voluntary context switches of the whole process
+};
+
 // Runs `op(thread, i)` for `per_thread` operations on each of `threads` threads; returns ns/op
-// (wall time over all operations).
+// (wall time over all operations) and the process's voluntary context switches per 1,000 calls
+// (the threads' start and the barrier count too: `threads` + 1 switches a phase at most).
 template <class Op>
-double measure(int threads, std::size_t per_thread, Op op) {
+phase_result measure(int threads, std::size_t per_thread, Op op) {
   std::barrier start(threads + 1);
   std::vector<std::jthread> workers;
   for (int t = 0; t < threads; ++t)
@@ -57,11 +73,13 @@ double measure(int threads, std::size_t per_thread, Op op) {
       start.arrive_and_wait();
       for (std::size_t i = 0; i < per_thread; ++i) op(t, i);
     });
+  const long switches_before = voluntary_switches();
   start.arrive_and_wait();
   const auto begin = clock_type::now();
   workers.clear();  // joins
   const auto elapsed = std::chrono::duration<double, std::nano>(clock_type::now() - begin).count();
-  return elapsed / static_cast<double>(per_thread * static_cast<std::size_t>(threads));
+  const double calls = static_cast<double>(per_thread * static_cast<std::size_t>(threads));
+  return {elapsed / calls, static_cast<double>(voluntary_switches() - switches_before) * 1000.0 / calls};
 }
 
 double median(std::vector<double> v) {
@@ -69,15 +87,15 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-struct pair_result {
-  double bare_first, engine_first, bare_replay, engine_replay;
+struct round_result {
+  phase_result bare_first, engine_first, bare_replay, engine_replay;
 };
 
-pair_result run_round(int threads, std::size_t per_thread) {
+round_result run_round(int threads, std::size_t per_thread) {
   std::vector<std::vector<std::string>> keys;
   for (int t = 0; t < threads; ++t) keys.push_back(make_keys(per_thread, t));
   const std::string scope = "OrderConsumer.on";
-  pair_result r{};
+  round_result r{};
   {
     bare_map map;
     r.bare_first = measure(threads, per_thread, [&](int t, std::size_t i) {
@@ -152,22 +170,40 @@ double bytes_per_record_bare(std::size_t count) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::size_t per_thread = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 200'000;
-  std::printf("idem memory benchmark: %zu operations per thread, median of 5 rounds, ns per call\n\n", per_thread);
-  std::printf("%-8s %-12s %12s %12s %8s\n", "threads", "workload", "bare map", "idem", "ratio");
-  for (int threads : {1, 2}) {
-    std::vector<double> bf, ef, br, er;
-    for (int round = 0; round < 5; ++round) {
-      const auto r = run_round(threads, per_thread);
-      bf.push_back(r.bare_first);
-      ef.push_back(r.engine_first);
-      br.push_back(r.bare_replay);
-      er.push_back(r.engine_replay);
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const int only_threads = argc > 2 ? std::atoi(argv[2]) : 0;
+  const std::size_t only_calls = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0;
+  std::printf("idem memory benchmark: median of %d rounds; ns per call; voluntary context switches of the process per "
+              "1,000 calls\n\n",
+              rounds);
+  std::printf("| calls per thread | threads | workload | bare map ns | idem ns | idem / bare | bare switches | idem "
+              "switches |\n");
+  std::printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  for (std::size_t per_thread : {std::size_t{100'000}, std::size_t{200'000}}) {
+    if (only_calls != 0 && per_thread != only_calls) continue;
+    for (int threads : {1, 2}) {
+      if (only_threads != 0 && threads != only_threads) continue;
+      std::vector<round_result> results;
+      for (int round = 0; round < rounds; ++round) results.push_back(run_round(threads, per_thread));
+      auto row = [&](const char* workload, phase_result round_result::*bare, phase_result round_result::*idem) {
+        std::vector<double> bare_ns, idem_ns, bare_sw, idem_sw;
+        for (const round_result& r : results) {
+          bare_ns.push_back((r.*bare).ns_per_call);
+          idem_ns.push_back((r.*idem).ns_per_call);
+          bare_sw.push_back((r.*bare).switches_per_1000);
+          idem_sw.push_back((r.*idem).switches_per_1000);
+        }
+        std::printf("| %zu | %d | %s | %.0f | %.0f | %.2fx | %.2f | %.2f |\n", per_thread, threads, workload,
+                    median(bare_ns), median(idem_ns), median(idem_ns) / median(bare_ns), median(bare_sw),
+                    median(idem_sw));
+      };
+      row("first call", &round_result::bare_first, &round_result::engine_first);
+      row("replay", &round_result::bare_replay, &round_result::engine_replay);
+      std::fflush(stdout);
     }
-    std::printf("%-8d %-12s %12.0f %12.0f %7.2fx\n", threads, "first call", median(bf), median(ef), median(ef) / median(bf));
-    std::printf("%-8d %-12s %12.0f %12.0f %7.2fx\n", threads, "replay", median(br), median(er), median(er) / median(br));
   }
 
+  if (only_threads != 0 || only_calls != 0) return 0;
   const auto wake = wake_up_latencies(2000);
   std::printf("\nwake-up of a blocked duplicate after the holder completes (2000 rounds): p50 %.1f us, p99 %.1f us, max %.1f us\n",
               wake[wake.size() / 2], wake[wake.size() * 99 / 100], wake.back());

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -126,14 +127,16 @@ namespace detail {
 
 // One record. In progress: `token` owns it until `lease_expires`. Complete: `value` is replayed
 // until `expires`. `expires` also bounds an in-progress record for purge_expired().
+// 64 bytes: what is often absent (a fingerprint, a payload other than none) lives behind a pointer,
+// so a record of a function without a result or fingerprint allocates nothing but its map node.
 struct memory_record {
-  bool complete = false;
   lease_token token;
   steady::time_point lease_expires;
   steady::time_point expires;
-  std::optional<std::string> fingerprint;
-  payload value;
   std::chrono::system_clock::time_point completed_at;
+  std::unique_ptr<const std::string> fingerprint;  // null: none
+  std::unique_ptr<const payload> value;            // null: payload::none()
+  bool complete = false;
 
   // Turns this record into a fresh acquisition by `ctx` under `new_token`.
   void acquire(const context& ctx, const lease_token& new_token, steady::time_point now) {
@@ -141,16 +144,20 @@ struct memory_record {
     token = new_token;
     lease_expires = saturating_add(now, ctx.lease);
     expires = saturating_add(now, ctx.ttl);
-    fingerprint = ctx.fingerprint;
-    if (!value.is_none()) value = payload::none();
+    fingerprint = ctx.fingerprint ? std::make_unique<const std::string>(*ctx.fingerprint) : nullptr;
+    value.reset();
     completed_at = {};
   }
+
+  payload replayed_value() const { return value ? *value : payload::none(); }
 
   // Whether purge_expired() may delete the record: its ttl passed and nobody holds it.
   bool purgeable(steady::time_point now) const noexcept {
     return expires <= now && (complete || lease_expires <= now);
   }
 };
+
+static_assert(sizeof(memory_record) <= 64, "a stored record's fixed part fits one cache line");
 
 }  // namespace detail
 
@@ -272,7 +279,7 @@ bool look(Records& records, const hashed_key& key, const context& ctx, steady::t
     } else if (record.fingerprint && ctx.fingerprint && *record.fingerprint != *ctx.fingerprint) {
       out = fingerprint_mismatch{*record.fingerprint, *ctx.fingerprint};
     } else {
-      out.emplace<duplicate>(record.value, record.completed_at);
+      out.emplace<duplicate>(record.replayed_value(), record.completed_at);
     }
     return true;
   }
@@ -449,7 +456,8 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
   const hashed_key key{composite.view(), key_hash{}(composite.view())};
   shard& s = shard_for(key.hash);
 
-  payload copy = value;  // copied before locking: a large body does not lengthen the critical section
+  // Copied before locking: a large body does not lengthen the critical section.
+  std::unique_ptr<const payload> copy = value.is_none() ? nullptr : std::make_unique<const payload>(value);
   std::optional<lease_lost_reason> lost;
   ready_list ready;
   {
@@ -463,7 +471,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
       lost = lease_lost_reason::other_token;
     } else {
       detail::memory_record& record = it->second;
-      record.value = std::move(copy);
+      record.value = std::move(copy);  // null for none
       record.complete = true;
       record.token = lease_token{};
       record.completed_at = std::chrono::system_clock::now();
