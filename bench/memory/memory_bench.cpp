@@ -2,7 +2,8 @@
 // measured in the same run: first calls (unique keys) and replays (the same keys again) with 100,000
 // and 200,000 calls per thread, 1 and 2 threads; the voluntary context switches of each phase
 // (getrusage: every thread of the process, the engine's heartbeat and timers included) per 1,000
-// calls; the wake-up latency of a blocked duplicate; bytes of memory per stored record.
+// calls; the store's own calls without the engine (make_context, try_acquire, complete), to show
+// what the engine adds; the wake-up latency of a blocked duplicate; bytes of memory per stored record.
 //
 // Run: build/bench/idem_bench_memory [rounds [threads [calls-per-thread]]]
 //   rounds: default 5, medians over the rounds; threads (1 or 2) and calls: only that row, e.g. for perf.
@@ -89,6 +90,7 @@ double median(std::vector<double> v) {
 
 struct round_result {
   phase_result bare_first, engine_first, bare_replay, engine_replay;
+  phase_result store_first, store_replay;  // the store's own calls, no engine: what the engine adds
 };
 
 round_result run_round(int threads, std::size_t per_thread) {
@@ -115,6 +117,20 @@ round_result run_round(int threads, std::size_t per_thread) {
     r.engine_replay = measure(threads, per_thread, [&](int t, std::size_t i) {
       auto o = engine.execute(engine.make_context(scope, keys[t][i]), [] {});
       if (!std::holds_alternative<idem::replayed<void>>(o)) std::abort();
+    });
+  }
+  {
+    idem::memory_store store;
+    const idem::engine contexts(store);  // only builds the contexts, as the engine rows do
+    r.store_first = measure(threads, per_thread, [&](int t, std::size_t i) {
+      const idem::context ctx = contexts.make_context(scope, keys[t][i]);
+      const auto claim = store.try_acquire(ctx);
+      if (!std::holds_alternative<idem::acquired>(claim)) std::abort();
+      store.complete(ctx.id, std::get<idem::acquired>(claim).token, idem::payload::none(), ctx.ttl);
+    });
+    r.store_replay = measure(threads, per_thread, [&](int t, std::size_t i) {
+      if (!std::holds_alternative<idem::duplicate>(store.try_acquire(contexts.make_context(scope, keys[t][i]))))
+        std::abort();
     });
   }
   return r;
@@ -177,28 +193,30 @@ int main(int argc, char** argv) {
               "1,000 calls\n\n",
               rounds);
   std::printf("| calls per thread | threads | workload | bare map ns | idem ns | idem / bare | bare switches | idem "
-              "switches |\n");
-  std::printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+              "switches | store alone ns |\n");
+  std::printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (std::size_t per_thread : {std::size_t{100'000}, std::size_t{200'000}}) {
     if (only_calls != 0 && per_thread != only_calls) continue;
     for (int threads : {1, 2}) {
       if (only_threads != 0 && threads != only_threads) continue;
       std::vector<round_result> results;
       for (int round = 0; round < rounds; ++round) results.push_back(run_round(threads, per_thread));
-      auto row = [&](const char* workload, phase_result round_result::*bare, phase_result round_result::*idem) {
-        std::vector<double> bare_ns, idem_ns, bare_sw, idem_sw;
+      using phase = phase_result round_result::*;
+      auto row = [&](const char* workload, phase bare, phase idem, phase store) {
+        std::vector<double> bare_ns, idem_ns, bare_sw, idem_sw, store_ns;
         for (const round_result& r : results) {
           bare_ns.push_back((r.*bare).ns_per_call);
           idem_ns.push_back((r.*idem).ns_per_call);
           bare_sw.push_back((r.*bare).switches_per_1000);
           idem_sw.push_back((r.*idem).switches_per_1000);
+          store_ns.push_back((r.*store).ns_per_call);
         }
-        std::printf("| %zu | %d | %s | %.0f | %.0f | %.2fx | %.2f | %.2f |\n", per_thread, threads, workload,
+        std::printf("| %zu | %d | %s | %.0f | %.0f | %.2fx | %.2f | %.2f | %.0f |\n", per_thread, threads, workload,
                     median(bare_ns), median(idem_ns), median(idem_ns) / median(bare_ns), median(bare_sw),
-                    median(idem_sw));
+                    median(idem_sw), median(store_ns));
       };
-      row("first call", &round_result::bare_first, &round_result::engine_first);
-      row("replay", &round_result::bare_replay, &round_result::engine_replay);
+      row("first call", &round_result::bare_first, &round_result::engine_first, &round_result::store_first);
+      row("replay", &round_result::bare_replay, &round_result::engine_replay, &round_result::store_replay);
       std::fflush(stdout);
     }
   }

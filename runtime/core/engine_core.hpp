@@ -32,7 +32,7 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   store& store_;
   const config config_;
   const engine_hooks hooks_;
-  heartbeat_scheduler heartbeat_;
+  heartbeat_stripes heartbeat_;
 
  private:
   friend struct async_call;

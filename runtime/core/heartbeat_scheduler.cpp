@@ -2,6 +2,7 @@
 #include "heartbeat_scheduler.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 
 #include <fmt/format.h>
@@ -274,6 +275,29 @@ void heartbeat_scheduler::work() {
       }
     extend(index, lock);
   }
+}
+
+heartbeat_stripes::heartbeat_stripes(store& backing_store, const log_sink& log, std::size_t count) {
+  stripes_.reserve(std::max<std::size_t>(count, 1));
+  for (std::size_t i = 0; i < std::max<std::size_t>(count, 1); ++i)
+    stripes_.push_back(std::make_unique<heartbeat_scheduler>(backing_store, log));
+}
+
+heartbeat_scheduler::handle heartbeat_stripes::start(const identity& id, const lease_token& token,
+                                                     std::chrono::milliseconds lease) {
+  static std::atomic<std::size_t> threads_seen{0};
+  thread_local const std::size_t thread_order = threads_seen.fetch_add(1, std::memory_order_relaxed);
+  return stripes_[thread_order % stripes_.size()]->start(id, token, lease);
+}
+
+std::size_t heartbeat_stripes::threads() const {
+  std::size_t total = 0;
+  for (const auto& stripe : stripes_) total += stripe->threads();
+  return total;
+}
+
+std::size_t heartbeat_stripes::default_count() {
+  return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
 }
 
 }  // namespace idem::detail

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -123,6 +124,30 @@ class heartbeat_scheduler {
   std::size_t idle_followers_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+};
+
+// A few independent heartbeat_schedulers, so that first calls on different threads do not all
+// take one scheduler's lock to register and cancel (measured: two threads of first calls on the
+// memory store ran slower than one, the lock passed back and forth). A thread always registers
+// with the same stripe, picked by its order of first use across the process; each stripe has its
+// own leader thread and pool, started with the engine.
+class heartbeat_stripes {
+ public:
+  // `count` stripes, at least 1; default_count() is the hardware's concurrency, at most 8.
+  heartbeat_stripes(store& backing_store, const log_sink& log, std::size_t count = default_count());
+
+  // As heartbeat_scheduler::start, on the calling thread's stripe.
+  [[nodiscard]] heartbeat_scheduler::handle start(const identity& id, const lease_token& token,
+                                                  std::chrono::milliseconds lease);
+
+  // How many threads the stripes have now, all together. For tests and statistics.
+  std::size_t threads() const;
+  std::size_t size() const noexcept { return stripes_.size(); }
+
+  static std::size_t default_count();
+
+ private:
+  std::vector<std::unique_ptr<heartbeat_scheduler>> stripes_;
 };
 
 }  // namespace idem::detail

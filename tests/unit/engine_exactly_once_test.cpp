@@ -119,6 +119,7 @@ TEST_CASE("engine/once: callbacks registered on an ended transaction run at once
 
 TEST_CASE("engine/once: a slow extend of one record does not let another record's lease lapse",
           "[engine][heartbeat][concurrency]") {
+  // One scheduler (one heartbeat stripe): the two records must share it for the defect to show.
   faulty_store store;
   std::latch slow_extend_entered(1);
   std::latch unblock(1);
@@ -130,32 +131,19 @@ TEST_CASE("engine/once: a slow extend of one record does not let another record'
     }
     return true;
   };
-  idem::engine engine(store);
-  std::latch slow_started(1), fast_started(1), finish(1);
-  std::jthread slow([&] {
-    (void)engine.execute(engine.make_context("Slow.m", "k", {.lease = 40ms}), [&] {
-      slow_started.count_down();
-      finish.wait();
-    });
-  });
-  slow_started.wait();
+  idem::detail::heartbeat_scheduler scheduler(store, [](const idem::log_record&) {});
+  const idem::context slow_ctx{.id = idem::identity("Slow.m", "k"), .lease = 40ms};
+  const idem::context fast_ctx{.id = idem::identity("Fast.m", "k"), .lease = 60ms};
+  const auto slow_held = scheduler.start(slow_ctx.id, std::get<idem::acquired>(store.try_acquire(slow_ctx)).token, 40ms);
   slow_extend_entered.wait();  // one heartbeat thread is now blocked inside the store
-  std::jthread fast([&] {
-    (void)engine.execute(engine.make_context("Fast.m", "k", {.lease = 60ms}), [&] {
-      fast_started.count_down();
-      finish.wait();
-    });
-  });
-  fast_started.wait();
+  const auto fast_held = scheduler.start(fast_ctx.id, std::get<idem::acquired>(store.try_acquire(fast_ctx)).token, 60ms);
   // Several of Fast's leases pass while Slow's extend is stuck: Fast must still be held.
   for (int i = 0; i < 5; ++i) {
     std::this_thread::sleep_for(60ms);
-    auto o = engine.execute(engine.make_context("Fast.m", "k", {.wait = 0ms}), [] {});
     INFO("round " << i);
-    CHECK(std::holds_alternative<idem::in_flight>(o));
+    CHECK(std::holds_alternative<idem::in_flight>(store.try_acquire({.id = fast_ctx.id, .wait = 0ms})));
   }
   unblock.count_down();
-  finish.count_down();
 }
 
 // Found by the soak (tests/reliability/soak.cpp): a 500 ms lease lost while 5 s leases were held.
@@ -164,6 +152,8 @@ TEST_CASE("engine/once: a short lease is extended on time while the heartbeat le
   // The leader hands leadership to another thread while it extends. The new leader, seeing only
   // the long lease's list, sleeps until that one is due; the extended short entry is linked again
   // after that and must wake it, or its next extend waits for the long lease's period.
+  // One scheduler, as one engine thread's heartbeat stripe has (heartbeat_stripes): both leases
+  // must share a scheduler for the defect to show.
   faulty_store store;
   std::atomic<int> short_extends = 0;
   store.before_extend = [&](const idem::identity& id) {
@@ -171,36 +161,17 @@ TEST_CASE("engine/once: a short lease is extended on time while the heartbeat le
       std::this_thread::sleep_for(30ms);  // a slow first extend: the next leader is asleep before it returns
     return true;
   };
-  idem::engine engine(store);
-  std::latch long_started(1), short_started(1), finish(1);
-  std::jthread long_holder([&] {
-    (void)engine.execute(engine.make_context("Long.m", "k", {.lease = 60s}), [&] {
-      long_started.count_down();
-      finish.wait();
-    });
-  });
-  long_started.wait();
-  std::atomic<bool> short_lost = false;
-  std::jthread short_holder([&] {
-    try {
-      (void)engine.execute(engine.make_context("Short.m", "k", {.lease = 100ms}), [&] {
-        short_started.count_down();
-        finish.wait();
-      });
-    } catch (const idem::lease_lost_error&) {
-      short_lost = true;  // stolen meanwhile: the failure is reported below
-    }
-  });
-  short_started.wait();
+  idem::detail::heartbeat_scheduler scheduler(store, [](const idem::log_record&) {});
+  const idem::context long_ctx{.id = idem::identity("Long.m", "k"), .lease = 60s};
+  const idem::context short_ctx{.id = idem::identity("Short.m", "k"), .lease = 100ms};
+  const auto long_held = scheduler.start(long_ctx.id, std::get<idem::acquired>(store.try_acquire(long_ctx)).token, 60s);
+  const auto short_held =
+      scheduler.start(short_ctx.id, std::get<idem::acquired>(store.try_acquire(short_ctx)).token, 100ms);
   // Every 50 ms when it works; once in the long lease's 30 s period when the wake-up is missed.
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (short_extends.load() < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
   CHECK(short_extends.load() >= 4);
-  auto o = engine.execute(engine.make_context("Short.m", "k", {.wait = 0ms}), [] {});
-  CHECK(std::holds_alternative<idem::in_flight>(o));
-  finish.count_down();
-  short_holder.join();
-  CHECK_FALSE(short_lost);
+  CHECK(std::holds_alternative<idem::in_flight>(store.try_acquire({.id = short_ctx.id, .wait = 0ms})));
 }
 
 TEST_CASE("engine/once: a hand-built context with a lease under 2 ms is refused, not spun on", "[engine]") {

@@ -1,6 +1,8 @@
 // The heartbeat keeps a lease alive while its action runs longer than the lease.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <future>
 #include <latch>
@@ -8,6 +10,7 @@
 
 #include <idem/idem.hpp>
 
+#include "../../runtime/core/heartbeat_scheduler.hpp"
 #include "support/faulty_store.hpp"
 
 using namespace std::chrono_literals;
@@ -98,4 +101,37 @@ TEST_CASE("heartbeat: a failed extend is tried again before the lease lapses", "
   const idem::acquire_result thief = retried.get();
   CHECK(std::holds_alternative<idem::in_flight>(thief));
   CHECK(o.ran());
+}
+
+TEST_CASE("heartbeat: every stripe extends the leases registered from its threads", "[engine][heartbeat][concurrency]") {
+  idem::test::faulty_store store;
+  constexpr int holders = 4;
+  std::array<std::atomic<int>, holders> extends{};
+  store.before_extend = [&](const idem::identity& id) {
+    ++extends[static_cast<std::size_t>(id.key().back() - '0')];
+    return true;
+  };
+  idem::detail::heartbeat_stripes stripes(store, [](const idem::log_record&) {}, 2);
+  CHECK(stripes.size() == 2);
+  CHECK(stripes.threads() == 2);  // one leader each, started with them
+  std::vector<idem::context> contexts;
+  for (int i = 0; i < holders; ++i)
+    contexts.push_back({.id = idem::identity("S.m", "k" + std::to_string(i)), .lease = 100ms});
+  std::vector<idem::detail::heartbeat_scheduler::handle> held(holders);
+  {
+    std::vector<std::jthread> threads;  // one registration per thread: the threads take turns over the stripes
+    for (int i = 0; i < holders; ++i)
+      threads.emplace_back([&, i] {
+        const auto token = std::get<idem::acquired>(store.try_acquire(contexts[i])).token;
+        held[static_cast<std::size_t>(i)] = stripes.start(contexts[i].id, token, 100ms);
+      });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto all_extended_twice = [&] {
+    return std::all_of(extends.begin(), extends.end(), [](const std::atomic<int>& n) { return n.load() >= 2; });
+  };
+  while (!all_extended_twice() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  CHECK(all_extended_twice());
+  for (const idem::context& ctx : contexts)
+    CHECK(std::holds_alternative<idem::in_flight>(store.try_acquire({.id = ctx.id, .wait = 0ms})));
 }
