@@ -6,7 +6,7 @@
 //   idem::outcome<void> o = engine.execute(ctx, [&] { handle(event); });
 //
 // The engine claims the record in the store (a duplicate waits inside the store), runs the
-// action, keeps the lease alive with a heartbeat every lease/2 on one scheduler thread per engine,
+// action, keeps the lease alive with a heartbeat every lease/2 on the engine's few heartbeat threads,
 // and records the result for replay. An action that throws releases the record and its exception
 // propagates unchanged.
 #pragma once
@@ -62,8 +62,8 @@ using async_action = std::function<void(async_done finished)>;
 
 // idem::engine
 //
-// Thread-safe; one per application is typical. Not copyable or movable (the scheduler thread
-// holds a reference to it). The store must outlive the engine.
+// Thread-safe; one per application is typical. Not copyable or movable (the heartbeat threads
+// hold a reference to it). The store must outlive the engine.
 class engine {
  public:
   // Validates `settings` and every policy that generated code registered (see
