@@ -278,9 +278,9 @@ void heartbeat_scheduler::work() {
 }
 
 heartbeat_stripes::heartbeat_stripes(store& backing_store, const log_sink& log, std::size_t count) {
-  stripes_.reserve(std::max<std::size_t>(count, 1));
-  for (std::size_t i = 0; i < std::max<std::size_t>(count, 1); ++i)
-    stripes_.push_back(std::make_unique<heartbeat_scheduler>(backing_store, log));
+  count = std::max<std::size_t>(count, 1);
+  stripes_.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) stripes_.push_back(std::make_unique<heartbeat_scheduler>(backing_store, log));
 }
 
 heartbeat_scheduler::handle heartbeat_stripes::start(const identity& id, const lease_token& token,

@@ -116,16 +116,17 @@ TEST_CASE("heartbeat: every stripe extends the leases registered from its thread
   CHECK(stripes.threads() == 2);  // one leader each, started with them
   std::vector<idem::context> contexts;
   for (int i = 0; i < holders; ++i)
-    contexts.push_back({.id = idem::identity("S.m", "k" + std::to_string(i)), .lease = 100ms});
+    contexts.push_back({.id = idem::identity("S.m", "k" + std::to_string(i)), .lease = 1s});
   std::vector<idem::detail::heartbeat_scheduler::handle> held(holders);
   {
     std::vector<std::jthread> threads;  // one registration per thread: the threads take turns over the stripes
     for (int i = 0; i < holders; ++i)
       threads.emplace_back([&, i] {
         const auto token = std::get<idem::acquired>(store.try_acquire(contexts[i])).token;
-        held[static_cast<std::size_t>(i)] = stripes.start(contexts[i].id, token, 100ms);
+        held[static_cast<std::size_t>(i)] = stripes.start(contexts[i].id, token, 1s);
       });
   }
+  // Two extends each take one lease (every 500 ms); the lease lapses only if an extend is 500 ms late.
   const auto deadline = std::chrono::steady_clock::now() + 10s;
   auto all_extended_twice = [&] {
     return std::all_of(extends.begin(), extends.end(), [](const std::atomic<int>& n) { return n.load() >= 2; });
