@@ -12,6 +12,7 @@ packages=(
   libhiredis-dev redis-server
   libcpp-httplib-dev wrk
   libboost1.81-dev
+  prometheus libcli11-dev
 )
 
 missing=()

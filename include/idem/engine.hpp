@@ -34,6 +34,8 @@
 
 namespace idem {
 
+class metrics;
+
 // Decides what a call through idem::invoke (or a generated wrapper) answers when the record is
 // held by another caller beyond its wait. The default throws in_flight_error carrying the
 // holder's remaining lease. A mapper may throw something else; if it returns, a void function
@@ -45,6 +47,9 @@ struct engine_hooks {
   std::vector<std::shared_ptr<lifecycle_listener>> listeners{};  // called in this order
   log_sink log = stderr_log_sink;
   outcome_mapper map_in_flight{};  // empty = throw in_flight_error
+  // When set, the engine reports every call, store operation, heartbeat extend and purge to it
+  // (<idem/metrics.hpp>); it may be shared by several engines.
+  std::shared_ptr<idem::metrics> metrics{};
 };
 
 namespace detail {

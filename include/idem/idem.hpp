@@ -13,6 +13,7 @@
 #include <idem/listener.hpp>
 #include <idem/log.hpp>
 #include <idem/memory_store.hpp>
+#include <idem/metrics.hpp>
 #include <idem/outcome.hpp>
 #include <idem/payload.hpp>
 #include <idem/store.hpp>

@@ -46,6 +46,7 @@ class memory_store final : public store {
   std::size_t purge_expired() override;
   std::size_t waiting() const noexcept override { return waiters_.get(); }
   std::string_view name() const noexcept override { return "memory_store"; }
+  bool in_process() const noexcept override { return true; }
 
   // Native: no thread is taken for a call; complete and release answer before returning.
   void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) override;

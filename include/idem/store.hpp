@@ -124,6 +124,11 @@ class store {
   // A short name for messages, such as "memory_store".
   virtual std::string_view name() const noexcept = 0;
 
+  // True for a store whose operations complete in this process's memory in well under a
+  // microsecond (memory_store): idem::metrics counts its calls but does not time its operations,
+  // since two clock reads would cost more than the operations themselves.
+  virtual bool in_process() const noexcept { return false; }
+
   // Asynchronous operations (what idem::async_execute and <idem/asio.hpp> call). Each calls its
   // handler exactly once: before it returns when the answer is at hand, or later from a thread of
   // the store (never a thread parked for the call). The handler must not block. The store must

@@ -12,6 +12,7 @@
 
 #include "caught.hpp"
 #include "engine_core.hpp"
+#include "engine_metrics.hpp"
 #include "heartbeat_scheduler.hpp"
 #include "periodic_purge.hpp"
 
@@ -70,7 +71,7 @@ engine::engine(store& backing_store, config settings, engine_hooks hooks) : stor
   detail::check_shared_scopes(policies);
   if (settings.purge_interval > std::chrono::milliseconds::zero()) {
     std::weak_ptr<detail::engine_core> core = core_;
-    purge_ = std::make_unique<detail::periodic_purge>(store_, settings.purge_interval, [core](const log_record& record) {
+    purge_ = std::make_unique<detail::periodic_purge>(core_->store_, settings.purge_interval, [core](const log_record& record) {
       if (auto alive = core.lock()) alive->log(record.level, record.message);
     });
   }
@@ -97,10 +98,27 @@ void engine::async_run(const context& ctx, transaction& tx, async_action action,
 
 namespace detail {
 
+namespace {
+
+// The hooks an engine runs with: a metrics_listener first among the listeners when there are
+// metrics to report to.
+engine_hooks with_metrics_listener(engine_hooks hooks) {
+  if (!hooks.metrics) return hooks;
+  std::vector<std::shared_ptr<lifecycle_listener>> listeners;
+  listeners.reserve(hooks.listeners.size() + 1);
+  listeners.push_back(std::make_shared<metrics_listener>(hooks.metrics));
+  for (auto& listener : hooks.listeners) listeners.push_back(std::move(listener));
+  hooks.listeners = std::move(listeners);
+  return hooks;
+}
+
+}  // namespace
+
 engine_core::engine_core(store& backing_store, const config& settings, engine_hooks hooks)
-    : store_(backing_store),
+    : measured_(hooks.metrics ? std::make_unique<measured_store>(backing_store, hooks.metrics) : nullptr),
+      store_(measured_ ? *measured_ : backing_store),
       config_(settings),
-      hooks_(std::move(hooks)),
+      hooks_(with_metrics_listener(std::move(hooks))),
       heartbeat_(store_, [this](const log_record& record) { log(record.level, record.message); }) {}
 
 void engine_core::log(log_level level, std::string message) const noexcept {

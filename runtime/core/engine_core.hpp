@@ -29,7 +29,9 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   // Hands `message` to the log sink; a sink that throws is ignored.
   void log(log_level level, std::string message) const noexcept;
 
-  store& store_;
+  // Set when the hooks carry metrics: the store the engine calls, reporting to them.
+  const std::unique_ptr<store> measured_;
+  store& store_;  // the backing store, or measured_
   const config config_;
   const engine_hooks hooks_;
   heartbeat_stripes heartbeat_;
