@@ -19,6 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <idem/http/beast_server.hpp>
+#include <idem/metrics.hpp>
 
 #include <cstdio>
 #include <iostream>
@@ -32,11 +33,15 @@ namespace asio = boost::asio;
 using idem::http::beast::request_type;
 using idem::http::beast::response_type;
 
-int serve_with_beast(idem::engine& engine, PaymentController& controller, int port, int threads,
-                     const sigset_t& stop_signals) {
+int serve_with_beast(idem::engine& engine, const idem::metrics& metrics, PaymentController& controller, int port,
+                     int threads, const sigset_t& stop_signals) {
   BeastPayments beast_payments{controller};
   idem::http::beast::router routes;
   idem::http::beast::route<&BeastPayments::create>(routes, "POST", "/payments", engine, beast_payments);
+  routes.add("GET", "/metrics", [&metrics](const request_type&) -> asio::awaitable<response_type> {
+    co_return to_response(
+        reply{.status = 200, .content_type = std::string(idem::metrics::content_type), .body = metrics.render(), .location = {}});
+  });
   routes.add("GET", "/payments", [&controller](const request_type&) -> asio::awaitable<response_type> {
     co_return to_response(controller.listing());
   });

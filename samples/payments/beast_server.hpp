@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include <idem/engine.hpp>
+#include <idem/metrics.hpp>
 
 #include "payment_controller.hpp"
 
@@ -12,7 +13,7 @@ namespace payments {
 // Serves the API on 127.0.0.1:`port` (0: a free one) with `threads` io_context threads until one
 // of `stop_signals` arrives (they are blocked in every thread: sigwait takes them). Prints
 // `listening on 127.0.0.1:PORT` first. Returns the process's exit code.
-int serve_with_beast(idem::engine& engine, PaymentController& controller, int port, int threads,
-                     const sigset_t& stop_signals);
+int serve_with_beast(idem::engine& engine, const idem::metrics& metrics, PaymentController& controller, int port,
+                     int threads, const sigset_t& stop_signals);
 
 }  // namespace payments

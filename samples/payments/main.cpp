@@ -9,6 +9,8 @@
 // and keeps at most --keep-alive-max requests on a connection (default 10000; cpp-httplib's own
 // default, 5, makes clients reconnect).
 //
+// GET /metrics serves the engine's metrics in Prometheus' text format.
+//
 // The first line printed is `listening on 127.0.0.1:PORT` (with --port 0, a free port). SIGINT
 // or SIGTERM stops the server. See README.md, "HTTP endpoints", for curl sessions against it.
 #include "payment_controller.hpp"
@@ -25,6 +27,7 @@
 
 #include <idem/engine.hpp>
 #include <idem/memory_store.hpp>
+#include <idem/metrics.hpp>
 #ifdef IDEM_SAMPLE_WITH_SQLITE
 #include <idem/sqlite_store.hpp>
 #endif
@@ -159,11 +162,13 @@ int main(int argc, char** argv) {
 
   try {
     std::unique_ptr<idem::store> store = open_store(store_spec);
-    idem::engine engine{*store};
+    // GET /metrics: what the engine did, for Prometheus (docs/operations.md).
+    auto metrics = std::make_shared<idem::metrics>();
+    idem::engine engine{*store, {}, {.metrics = metrics}};
     payments::PaymentController controller;
 #ifdef IDEM_SAMPLE_WITH_BEAST
     if (server_kind == "beast")
-      return payments::serve_with_beast(engine, controller, port, threads == 0 ? 1 : threads, stop_signals);
+      return payments::serve_with_beast(engine, *metrics, controller, port, threads == 0 ? 1 : threads, stop_signals);
 #endif
 
     httplib::Server server;
@@ -177,6 +182,9 @@ int main(int argc, char** argv) {
       listener = sock;
     });
     idem::http::route<&payments::PaymentController::create>(server, "POST", "/payments", engine, controller);
+    server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics->render(), std::string(idem::metrics::content_type));
+    });
     server.Get("/payments", [&](const httplib::Request& req, httplib::Response& res) { controller.list(req, res); });
     server.Get(R"(/payments/([A-Za-z0-9_]+))",
                [&](const httplib::Request& req, httplib::Response& res) { controller.get(req, res); });

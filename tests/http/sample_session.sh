@@ -7,7 +7,7 @@
 # <store> is what --store takes; `postgres:@<file>` and `redis:@<file>` read the conninfo or the
 # address from a fixture's file. Checks a first call, a replay (same id, Idempotent-Replayed), a
 # changed body (422), a missing and an invalid key (400, the key never echoed), a concurrent
-# duplicate (one 201, one 409 with Retry-After); with `restart`, stops the sample, starts it again
+# duplicate (one 201, one 409 with Retry-After), GET /metrics; with `restart`, stops the sample, starts it again
 # on the same store and checks that the first key replays the same payment without creating one.
 set -euo pipefail
 
@@ -124,6 +124,15 @@ answers=$(sort <(cut -d' ' -f1 "$work/a") <(cut -d' ' -f1 "$work/b") | tr '\n' '
 retry=$(grep -h '^409' "$work/a" "$work/b" | cut -d' ' -f2)
 [[ "$retry" =~ ^[1-9][0-9]*$ ]] || fail "409 without a Retry-After in whole seconds: '$retry'"
 [[ "$(count)" == $((before + 1)) ]] || fail "the duplicate created a payment"
+
+# GET /metrics: the walk so far in Prometheus' text format (the first call, the concurrent one
+# that ran, the handler's own 400; one replay; one in flight), and no key in it.
+metrics=$(curl -sS --max-time 60 -D "$work/metrics.headers" "http://127.0.0.1:$port/metrics")
+grep -qi '^Content-Type: text/plain; version=0.0.4' "$work/metrics.headers" || fail "/metrics content type"
+calls() { grep -E "^idem_calls_total\{scope=\"PaymentController.create\",outcome=\"$1\"\} " <<<"$metrics" | cut -d' ' -f2; }
+[[ "$(calls replayed) $(calls in_flight) $(calls failed)" == "1 1 0" ]] ||
+  fail "/metrics: replayed $(calls replayed), in flight $(calls in_flight), failed $(calls failed)"
+[[ "$metrics" != *"$run_id"* ]] || fail "a key appears in /metrics"
 
 if [[ "$mode" == restart ]]; then
   stop_sample
