@@ -3,7 +3,7 @@
 // and 200,000 calls per thread, 1 and 2 threads; the voluntary context switches of each phase
 // (getrusage: every thread of the process, the engine's heartbeat and timers included) per 1,000
 // calls; the store's own calls without the engine (make_context, try_acquire, complete), to show
-// what the engine adds; the wake-up latency of a blocked duplicate; bytes of memory per stored record.
+// what the engine adds; the engine reporting to an idem::metrics (its cost: issue 21 allows 5 %); the wake-up latency of a blocked duplicate; bytes of memory per stored record.
 //
 // Run: build/bench/idem_bench_memory [rounds [threads [calls-per-thread]]]
 //   rounds: default 5, medians over the rounds; threads (1 or 2) and calls: only that row, e.g. for perf.
@@ -91,6 +91,7 @@ double median(std::vector<double> v) {
 struct round_result {
   phase_result bare_first, engine_first, bare_replay, engine_replay;
   phase_result store_first, store_replay;  // the store's own calls, no engine: what the engine adds
+  phase_result metrics_first, metrics_replay;  // the engine reporting to an idem::metrics
 };
 
 round_result run_round(int threads, std::size_t per_thread) {
@@ -115,6 +116,18 @@ round_result run_round(int threads, std::size_t per_thread) {
       if (!std::holds_alternative<idem::executed<void>>(o)) std::abort();
     });
     r.engine_replay = measure(threads, per_thread, [&](int t, std::size_t i) {
+      auto o = engine.execute(engine.make_context(scope, keys[t][i]), [] {});
+      if (!std::holds_alternative<idem::replayed<void>>(o)) std::abort();
+    });
+  }
+  {
+    idem::memory_store store;
+    idem::engine engine(store, {}, {.metrics = std::make_shared<idem::metrics>()});
+    r.metrics_first = measure(threads, per_thread, [&](int t, std::size_t i) {
+      auto o = engine.execute(engine.make_context(scope, keys[t][i]), [] {});
+      if (!std::holds_alternative<idem::executed<void>>(o)) std::abort();
+    });
+    r.metrics_replay = measure(threads, per_thread, [&](int t, std::size_t i) {
       auto o = engine.execute(engine.make_context(scope, keys[t][i]), [] {});
       if (!std::holds_alternative<idem::replayed<void>>(o)) std::abort();
     });
@@ -193,8 +206,8 @@ int main(int argc, char** argv) {
               "1,000 calls\n\n",
               rounds);
   std::printf("| calls per thread | threads | workload | bare map ns | idem ns | idem / bare | bare switches | idem "
-              "switches | store alone ns |\n");
-  std::printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+              "switches | store alone ns | idem + metrics ns | metrics cost |\n");
+  std::printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (std::size_t per_thread : {std::size_t{100'000}, std::size_t{200'000}}) {
     if (only_calls != 0 && per_thread != only_calls) continue;
     for (int threads : {1, 2}) {
@@ -202,21 +215,25 @@ int main(int argc, char** argv) {
       std::vector<round_result> results;
       for (int round = 0; round < rounds; ++round) results.push_back(run_round(threads, per_thread));
       using phase = phase_result round_result::*;
-      auto row = [&](const char* workload, phase bare, phase idem, phase store) {
-        std::vector<double> bare_ns, idem_ns, bare_sw, idem_sw, store_ns;
+      auto row = [&](const char* workload, phase bare, phase idem, phase store, phase with_metrics) {
+        std::vector<double> bare_ns, idem_ns, bare_sw, idem_sw, store_ns, metrics_ns;
         for (const round_result& r : results) {
           bare_ns.push_back((r.*bare).ns_per_call);
           idem_ns.push_back((r.*idem).ns_per_call);
           bare_sw.push_back((r.*bare).switches_per_1000);
           idem_sw.push_back((r.*idem).switches_per_1000);
           store_ns.push_back((r.*store).ns_per_call);
+          metrics_ns.push_back((r.*with_metrics).ns_per_call);
         }
-        std::printf("| %zu | %d | %s | %.0f | %.0f | %.2fx | %.2f | %.2f | %.0f |\n", per_thread, threads, workload,
-                    median(bare_ns), median(idem_ns), median(idem_ns) / median(bare_ns), median(bare_sw),
-                    median(idem_sw), median(store_ns));
+        std::printf("| %zu | %d | %s | %.0f | %.0f | %.2fx | %.2f | %.2f | %.0f | %.0f | %+.1f%% |\n", per_thread, threads,
+                    workload, median(bare_ns), median(idem_ns), median(idem_ns) / median(bare_ns), median(bare_sw),
+                    median(idem_sw), median(store_ns), median(metrics_ns),
+                    (median(metrics_ns) / median(idem_ns) - 1) * 100);
       };
-      row("first call", &round_result::bare_first, &round_result::engine_first, &round_result::store_first);
-      row("replay", &round_result::bare_replay, &round_result::engine_replay, &round_result::store_replay);
+      row("first call", &round_result::bare_first, &round_result::engine_first, &round_result::store_first,
+          &round_result::metrics_first);
+      row("replay", &round_result::bare_replay, &round_result::engine_replay, &round_result::store_replay,
+          &round_result::metrics_replay);
       std::fflush(stdout);
     }
   }

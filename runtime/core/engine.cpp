@@ -71,9 +71,10 @@ engine::engine(store& backing_store, config settings, engine_hooks hooks) : stor
   detail::check_shared_scopes(policies);
   if (settings.purge_interval > std::chrono::milliseconds::zero()) {
     std::weak_ptr<detail::engine_core> core = core_;
-    purge_ = std::make_unique<detail::periodic_purge>(core_->store_, settings.purge_interval, [core](const log_record& record) {
-      if (auto alive = core.lock()) alive->log(record.level, record.message);
-    });
+    purge_ = std::make_unique<detail::periodic_purge>(
+        core_->background_store_, settings.purge_interval, [core](const log_record& record) {
+          if (auto alive = core.lock()) alive->log(record.level, record.message);
+        });
   }
 }
 
@@ -116,10 +117,11 @@ engine_hooks with_metrics_listener(engine_hooks hooks) {
 
 engine_core::engine_core(store& backing_store, const config& settings, engine_hooks hooks)
     : measured_(hooks.metrics ? std::make_unique<measured_store>(backing_store, hooks.metrics) : nullptr),
-      store_(measured_ ? *measured_ : backing_store),
+      store_(measured_ && !backing_store.in_process() ? *measured_ : backing_store),
+      background_store_(measured_ ? *measured_ : backing_store),
       config_(settings),
       hooks_(with_metrics_listener(std::move(hooks))),
-      heartbeat_(store_, [this](const log_record& record) { log(record.level, record.message); }) {}
+      heartbeat_(background_store_, [this](const log_record& record) { log(record.level, record.message); }) {}
 
 void engine_core::log(log_level level, std::string message) const noexcept {
   try {

@@ -29,9 +29,13 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   // Hands `message` to the log sink; a sink that throws is ignored.
   void log(log_level level, std::string message) const noexcept;
 
-  // Set when the hooks carry metrics: the store the engine calls, reporting to them.
+  // Set when the hooks carry metrics: the backing store, reporting to them.
   const std::unique_ptr<store> measured_;
-  store& store_;  // the backing store, or measured_
+  // What the calls use: measured_, or the backing store when there are no metrics or the store
+  // is in_process() (measured_ would only forward, one more indirect call per operation).
+  store& store_;
+  // What the heartbeat and the scheduled purge use: measured_ whenever there are metrics.
+  store& background_store_;
   const config config_;
   const engine_hooks hooks_;
   heartbeat_stripes heartbeat_;
