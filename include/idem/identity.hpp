@@ -29,6 +29,10 @@ std::array<unsigned char, 32> sha256(std::string_view bytes);
 // Lowercase hex of `bytes`.
 std::string to_hex(const unsigned char* bytes, std::size_t size);
 
+// `#xxxxxxxx`: the first four bytes of a key's SHA-256 in lowercase hex, how a key appears in
+// every message (identity::masked_key, and records read back by their digest).
+std::string masked_digest(const std::array<unsigned char, 32>& digest);
+
 // idem::identity
 //
 // A validated (scope, key) pair. A value type: cheap to move, compared by content.

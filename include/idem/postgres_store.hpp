@@ -162,6 +162,14 @@ class postgres_store final : public store {
 
   std::string_view name() const noexcept override { return "postgres_store"; }
 
+  // Administration (<idem/store_admin.hpp>): one statement each on a pooled connection, bounded
+  // by operation_timeout. A release notifies the record's waiters like any release.
+  bool supports_administration() const noexcept override { return true; }
+  std::optional<record_summary> inspect_record(const identity& id, bool with_payload) override;
+  std::vector<record_summary> list_records(const record_query& query) override;
+  admin_release release_record(const identity& id, bool end_live_lease) override;
+  record_counts count_records() override;
+
   // Creates the table idem_records, its index and the function idem_claim if they do not exist
   // (the text of schema_sql()), in one transaction under an advisory lock: safe to call
   // repeatedly and from several processes at once. Throws store_unavailable_error.

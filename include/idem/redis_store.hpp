@@ -158,6 +158,16 @@ class redis_store final : public store {
 
   std::string_view name() const noexcept override { return "redis_store"; }
 
+  // Administration (<idem/store_admin.hpp>). inspect and release are one script on the record's
+  // node; list and count SCAN every master (never KEYS) and read each record's header with a
+  // script, so they take time in proportion to the records stored. A completed record keeps no
+  // acquisition time in Redis: its created_at is its completion time.
+  bool supports_administration() const noexcept override { return true; }
+  std::optional<record_summary> inspect_record(const identity& id, bool with_payload) override;
+  std::vector<record_summary> list_records(const record_query& query) override;
+  admin_release release_record(const identity& id, bool end_live_lease) override;
+  record_counts count_records() override;
+
   // The Redis key of `id`'s record: `<prefix>rec:<scope>:<64 hex digits of SHA-256(key)>`, in
   // cluster mode `<prefix>rec:{<64 hex digits>:<scope>}` (the braces make the hash tag).
   std::string record_key(const identity& id) const;

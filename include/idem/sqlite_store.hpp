@@ -144,6 +144,14 @@ class sqlite_store final : public store {
 
   std::string_view name() const noexcept override { return "sqlite_store"; }
 
+  // Administration (<idem/store_admin.hpp>), on the store's connections; a release takes the
+  // write lock like any other write.
+  bool supports_administration() const noexcept override { return true; }
+  std::optional<record_summary> inspect_record(const identity& id, bool with_payload) override;
+  std::vector<record_summary> list_records(const record_query& query) override;
+  admin_release release_record(const identity& id, bool end_live_lease) override;
+  record_counts count_records() override;
+
   // The absolute file name SQLite opened.
   const std::string& filename() const noexcept;
 

@@ -25,15 +25,18 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include <idem/async.hpp>
 #include <idem/context.hpp>
 #include <idem/identity.hpp>
 #include <idem/lease_token.hpp>
 #include <idem/payload.hpp>
+#include <idem/store_admin.hpp>
 
 namespace idem {
 
@@ -155,6 +158,25 @@ class store {
   virtual void async_join_problem(const transaction& tx, async_handler<std::string> done) const;
   virtual void async_complete_in_transaction(const identity& id, const lease_token& token, const payload& value,
                                              std::chrono::milliseconds ttl, transaction& tx, async_done done);
+
+  // Administration (idem-admin; <idem/store_admin.hpp>): an operator's view of the records. Rare
+  // and unhurried operations, never on a call's path. The defaults throw configuration_error
+  // saying the store does not offer them (memory_store: no other process can reach it).
+  //
+  // True if the four operations below are implemented.
+  virtual bool supports_administration() const noexcept { return false; }
+  // id's record as stored (ttl passed or not), or nullopt. The payload is read only `with_payload`.
+  [[nodiscard]] virtual std::optional<record_summary> inspect_record(const identity& id, bool with_payload);
+  // The records `query` selects, oldest (created_at) first, without payloads.
+  [[nodiscard]] virtual std::vector<record_summary> list_records(const record_query& query);
+  // Deletes id's in-progress record when its lease has lapsed, or whatever its lease when
+  // `end_live_lease`; never a complete record (checked in the same atomic step as the delete, so
+  // a holder that completes first keeps its record). A holder whose live lease was ended finds it
+  // lost: its completion, release and extension are refused by the lease token (lease_lost_error),
+  // so of it and a caller that acquires the record afresh only the latter records a result.
+  virtual admin_release release_record(const identity& id, bool end_live_lease);
+  // How many records the store holds, by state, at the store's clock.
+  [[nodiscard]] virtual record_counts count_records();
 };
 
 }  // namespace idem

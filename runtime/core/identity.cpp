@@ -76,12 +76,13 @@ identity::identity(std::string scope, std::string key) : scope_(std::move(scope)
 
 // Built by appending: `"#" + std::string` inserts at the front, which g++ 12 at -O3 reports as an
 // overlapping memcpy (-Wrestrict, a known false positive).
-std::string identity::masked_key() const {
-  const auto digest = key_digest();
+std::string masked_digest(const std::array<unsigned char, 32>& digest) {
   std::string out(1, '#');
   out += to_hex(digest.data(), 4);
   return out;
 }
+
+std::string identity::masked_key() const { return masked_digest(key_digest()); }
 
 std::string identity::to_string() const {
   std::string out;

@@ -103,3 +103,23 @@ void store::async_complete_in_transaction(const identity& id, const lease_token&
 }
 
 }  // namespace idem
+
+namespace idem {
+
+namespace {
+
+[[noreturn]] void no_administration(const store& s, std::string_view operation) {
+  throw configuration_error(fmt::format("{} does not offer administration ({})", s.name(), operation));
+}
+
+}  // namespace
+
+std::optional<record_summary> store::inspect_record(const identity&, bool) { no_administration(*this, "inspect"); }
+
+std::vector<record_summary> store::list_records(const record_query&) { no_administration(*this, "list"); }
+
+admin_release store::release_record(const identity&, bool) { no_administration(*this, "release"); }
+
+record_counts store::count_records() { no_administration(*this, "count"); }
+
+}  // namespace idem

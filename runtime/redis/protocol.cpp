@@ -3,6 +3,7 @@
 #include "store_impl.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include <idem/duration.hpp>
@@ -147,6 +148,35 @@ std::string redis_store::impl::key_of(const identity& id) const {
     key += hex;
   }
   return key;
+}
+
+std::optional<std::pair<std::string, std::array<unsigned char, 32>>> redis_store::impl::identity_of(
+    std::string_view key) const {
+  if (!key.starts_with(record_prefix)) return std::nullopt;
+  std::string_view rest = key.substr(record_prefix.size());
+  std::string_view scope, hex;
+  if (topo.cluster()) {
+    if (rest.size() < 2 || rest.front() != '{' || rest.back() != '}') return std::nullopt;
+    rest = rest.substr(1, rest.size() - 2);
+    const std::size_t colon = rest.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    hex = rest.substr(0, colon);
+    scope = rest.substr(colon + 1);
+  } else {
+    const std::size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    scope = rest.substr(0, colon);
+    hex = rest.substr(colon + 1);
+  }
+  std::array<unsigned char, 32> digest{};
+  if (hex.size() != 2 * digest.size() || scope.empty()) return std::nullopt;
+  for (std::size_t i = 0; i < digest.size(); ++i) {
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(hex.data() + 2 * i, hex.data() + 2 * i + 2, value, 16);
+    if (ec != std::errc() || end != hex.data() + 2 * i + 2) return std::nullopt;
+    digest[i] = static_cast<unsigned char>(value);
+  }
+  return std::make_pair(std::string(scope), digest);
 }
 
 std::string redis_store::impl::channel_for(std::string_view key) const {

@@ -16,6 +16,7 @@ const script_set& scripts() {
   static const script_set set{
       make("acquire", acquire_source), make("complete", complete_source), make("release", release_source),
       make("extend", extend_source),   make("purge", purge_source),
+      make("admin_read", admin_read_source), make("admin_release", admin_release_source),
   };
   return set;
 }

@@ -12,6 +12,8 @@ extern const std::string_view complete_source;
 extern const std::string_view release_source;
 extern const std::string_view extend_source;
 extern const std::string_view purge_source;
+extern const std::string_view admin_read_source;
+extern const std::string_view admin_release_source;
 
 // One script: its name for messages, its source (sent with EVAL after NOSCRIPT) and its SHA-1
 // (sent with EVALSHA).
@@ -28,6 +30,8 @@ struct script_set {
   script release;
   script extend;
   script purge;
+  script admin_read;     // idem-admin's look at a record
+  script admin_release;  // idem-admin's release
 };
 const script_set& scripts();
 

@@ -80,6 +80,9 @@ struct redis_store::impl {
   rd::node& owner_of(const target& t, int slot);
   // `<prefix>rec:<scope>:<hex>`; in a cluster `<prefix>rec:{<hex>:<scope>}`.
   std::string key_of(const identity& id) const;
+  // The inverse of key_of: the scope and the key's digest of a record key, or nullopt for a key
+  // key_of cannot have made.
+  std::optional<std::pair<std::string, std::array<unsigned char, 32>>> identity_of(std::string_view key) const;
   // The channel of the record at `key`: the same suffix under `<prefix>evt:`.
   std::string channel_for(std::string_view key) const;
 
@@ -247,6 +250,12 @@ struct redis_store::impl {
   struct async_acquire;
   template <class Request>
   struct async_mutation;
+
+  // --- administration (administration.cpp) ------------------------------------------------------
+  // Calls `visit(key)` for every record key on every master (SCAN, one full pass each).
+  void for_each_record_key(const target& t, const std::function<void(const std::string&)>& visit);
+  // One record read with admin_read (`bytes` "0": the whole value), or nullopt when it is gone.
+  std::optional<record_summary> read_summary(const target& t, const std::string& key, std::string_view bytes);
 
   // --- purge (purge.cpp) ------------------------------------------------------------------------
   std::size_t purge_node(const target& t, rd::node& node);

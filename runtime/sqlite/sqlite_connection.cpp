@@ -19,6 +19,15 @@ sqlite_failure failure_of(sqlite3* db, int code, std::string_view doing) {
   return sqlite_failure(code, std::move(message));
 }
 
+namespace {
+
+// What administration reads of a record (columns 0..9; admin_select adds the payload's 10, 11).
+constexpr std::string_view admin_columns =
+    "scope, key_digest, state, lease_expires_at, expires_at, fingerprint IS NOT NULL, payload_type,"
+    " length(CAST(payload_body AS BLOB)), completed_at, created_at";
+
+}  // namespace
+
 std::string statement_sql(statement which, std::string_view table_name) {
   const std::string t(table_name);
   switch (which) {
@@ -63,6 +72,23 @@ std::string statement_sql(statement which, std::string_view table_name) {
     case statement::purge_batch:
       return "DELETE FROM " + t + " WHERE (scope, key_digest) IN (SELECT scope, key_digest FROM " + t +
              " WHERE expires_at <= ?1 AND (state = 2 OR lease_expires_at <= ?1) LIMIT ?2)";
+    case statement::admin_select:
+      return "SELECT " + std::string(admin_columns) + ", payload_body, payload_attributes FROM " + t +
+             " WHERE scope = ?1 AND key_digest = ?2";
+    case statement::admin_list:
+      // ?1 scope or NULL, ?2 state or NULL, ?3 created at or before, ?4 limit.
+      return "SELECT " + std::string(admin_columns) + " FROM " + t +
+             " WHERE (?1 IS NULL OR scope = ?1) AND (?2 IS NULL OR state = ?2) AND created_at <= ?3"
+             " ORDER BY created_at, scope, key_digest LIMIT ?4";
+    case statement::admin_release:
+      // ?3 now, ?4 1 to end a live lease too.
+      return "DELETE FROM " + t + " WHERE scope = ?1 AND key_digest = ?2 AND state = 1 AND (lease_expires_at <= ?3 OR ?4)";
+    case statement::admin_count:
+      // The states of record_counts::add (store_admin.cpp), in SQL.
+      return "SELECT coalesce(sum(state = 1 AND lease_expires_at > ?1), 0),"
+             " coalesce(sum(state = 1 AND lease_expires_at <= ?1 AND expires_at > ?1), 0),"
+             " coalesce(sum(state = 2 AND expires_at > ?1), 0),"
+             " coalesce(sum(expires_at <= ?1 AND (state = 2 OR lease_expires_at <= ?1)), 0) FROM " + t;
   }
   return {};
 }

@@ -48,7 +48,13 @@ enum class statement : std::size_t {
   extend,
   inspect,
   purge_batch,
+  // Administration (administration.cpp): prepared when used, not by every connection.
+  admin_select,
+  admin_list,
+  admin_release,
+  admin_count,
 };
+// The statements every connection prepares when it opens.
 inline constexpr std::size_t statement_count = static_cast<std::size_t>(statement::purge_batch) + 1;
 
 // The text of `which` for the table `table`.
