@@ -63,7 +63,6 @@ std::unique_ptr<store> open_store(std::string_view spec, [[maybe_unused]] bool c
   if (starts_with(spec, "postgres:")) {
     postgres_store_options o;
     o.conninfo = std::string(spec.substr(9));
-    o.application_name = "idem-admin";
     auto s = std::make_unique<postgres_store>(o);
     if (create_schema) s->create_schema();
     return s;

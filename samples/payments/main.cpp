@@ -1,6 +1,7 @@
 // samples/payments — an HTTP payments API whose POST /payments is idempotent.
 //
-//   idem_sample_payments [--port N] [--store memory | sqlite:PATH | postgres:CONNINFO | redis:HOST:PORT]
+//   idem_sample_payments [--port N] [--store memory | sqlite:PATH | postgres:CONNINFO | redis:HOST:PORT |
+//                                            redis-cluster:HOST:PORT[,...]]
 //                        [--server httplib | beast] [--threads N] [--keep-alive-max N]
 //
 // --server beast serves the same routes and answers on Boost.Beast, asynchronously, on N
@@ -14,6 +15,7 @@
 // The first line printed is `listening on 127.0.0.1:PORT` (with --port 0, a free port). SIGINT
 // or SIGTERM stops the server. See README.md, "HTTP endpoints", for curl sessions against it.
 #include "payment_controller.hpp"
+#include "store_spec.hpp"
 #ifdef IDEM_SAMPLE_WITH_BEAST
 #include "beast_server.hpp"
 #endif
@@ -26,17 +28,9 @@
 #endif
 
 #include <idem/engine.hpp>
+#include <idem/errors.hpp>
 #include <idem/memory_store.hpp>
 #include <idem/metrics.hpp>
-#ifdef IDEM_SAMPLE_WITH_SQLITE
-#include <idem/sqlite_store.hpp>
-#endif
-#ifdef IDEM_SAMPLE_WITH_POSTGRES
-#include <idem/postgres_store.hpp>
-#endif
-#ifdef IDEM_SAMPLE_WITH_REDIS
-#include <idem/redis_store.hpp>
-#endif
 
 #include <sys/socket.h>
 
@@ -50,57 +44,14 @@
 
 namespace {
 
-constexpr const char* usage_stores = "memory"
-#ifdef IDEM_SAMPLE_WITH_SQLITE
-                                     " | sqlite:PATH"
-#endif
-#ifdef IDEM_SAMPLE_WITH_POSTGRES
-                                     " | postgres:CONNINFO"
-#endif
-#ifdef IDEM_SAMPLE_WITH_REDIS
-                                     " | redis:HOST:PORT"
-#endif
-    ;
-
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "idem_sample_payments: " << why << "\nusage: idem_sample_payments [--port N] [--store "
-            << usage_stores << "] [--server httplib"
+            << idem::admin::store_spec_choices() << "] [--server httplib"
 #ifdef IDEM_SAMPLE_WITH_BEAST
             << " | beast"
 #endif
             << "] [--threads N] [--keep-alive-max N]\n";
   std::exit(2);
-}
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-std::unique_ptr<idem::store> open_store(const std::string& spec) {
-  if (spec == "memory") return std::make_unique<idem::memory_store>();
-#ifdef IDEM_SAMPLE_WITH_SQLITE
-  if (starts_with(spec, "sqlite:")) return std::make_unique<idem::sqlite_store>(std::filesystem::path(spec.substr(7)));
-#endif
-#ifdef IDEM_SAMPLE_WITH_POSTGRES
-  if (starts_with(spec, "postgres:")) {
-    idem::postgres_store_options o;
-    o.conninfo = spec.substr(9);
-    o.application_name = "idem_sample_payments";
-    auto s = std::make_unique<idem::postgres_store>(o);
-    s->create_schema();
-    return s;
-  }
-#endif
-#ifdef IDEM_SAMPLE_WITH_REDIS
-  if (starts_with(spec, "redis:")) {
-    const std::string address = spec.substr(6);
-    const auto colon = address.rfind(':');
-    if (colon == std::string::npos) usage("--store redis:HOST:PORT needs a port");
-    idem::redis_store_options o;
-    o.host = address.substr(0, colon);
-    o.port = std::stoi(address.substr(colon + 1));
-    return std::make_unique<idem::redis_store>(o);
-  }
-#endif
-  usage("unknown store \"" + spec + "\"");
 }
 
 }  // namespace
@@ -161,7 +112,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   try {
-    std::unique_ptr<idem::store> store = open_store(store_spec);
+    std::unique_ptr<idem::store> store;
+    try {
+      store = idem::admin::open_store(store_spec, true);
+    } catch (const idem::configuration_error& e) {
+      usage(e.what());
+    }
     // GET /metrics: what the engine did, for Prometheus (docs/operations.md).
     auto metrics = std::make_shared<idem::metrics>();
     idem::engine engine{*store, {}, {.metrics = metrics}};
