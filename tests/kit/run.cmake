@@ -2,6 +2,7 @@
 # compiler CXX, and runs the example's two contract executables: the store must pass every case (at
 # least MIN_CASES of them), the unfenced store must fail, on a fencing case, with Catch's summary
 # printed (a failed case, not a crash).
+cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_checked.cmake)
 
 file(REMOVE_RECURSE ${WORK})
