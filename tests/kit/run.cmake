@@ -1,7 +1,7 @@
 # Installs the build BUILD into WORK/prefix, configures and builds tests/kit/example against it with
-# compiler CXX, and runs the example's two contract executables: the store must pass every case (at
-# least MIN_CASES of them), the unfenced store must fail, on a fencing case, with Catch's summary
-# printed (a failed case, not a crash).
+# compiler CXX, and runs the example's contract executables: the store must pass every case (at
+# least MIN_CASES of them), called directly and through its asynchronous operations; the unfenced
+# store must fail, on a fencing case, with Catch's summary printed (a failed case, not a crash).
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_checked.cmake)
 
@@ -19,19 +19,21 @@ if(output MATCHES "warning:")
   message(FATAL_ERROR "the example store warned when built against the installed kit:\n${output}")
 endif()
 
-# The store: every case passes.
-execute_process(COMMAND ${WORK}/build/example_store_contract RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT status EQUAL 0)
-  message(FATAL_ERROR "the example store failed the installed contract (${status}):\n${out}\n${err}")
-endif()
-if(NOT out MATCHES "All tests passed \\([0-9]+ assertions? in ([0-9]+) test cases?\\)")
-  message(FATAL_ERROR "no Catch summary in the example store's run:\n${out}\n${err}")
-endif()
-set(cases ${CMAKE_MATCH_1})
-if(cases LESS MIN_CASES)
-  message(FATAL_ERROR "the installed contract ran ${cases} cases, fewer than ${MIN_CASES}:\n${out}")
-endif()
-message(STATUS "example store: all ${cases} contract cases passed")
+# The store: every case passes, called directly and through its asynchronous operations.
+foreach(program example_store_contract example_store_async_contract)
+  execute_process(COMMAND ${WORK}/build/${program} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "${program}: the example store failed the installed contract (${status}):\n${out}\n${err}")
+  endif()
+  if(NOT out MATCHES "All tests passed \\([0-9]+ assertions? in ([0-9]+) test cases?\\)")
+    message(FATAL_ERROR "${program}: no Catch summary:\n${out}\n${err}")
+  endif()
+  set(cases ${CMAKE_MATCH_1})
+  if(cases LESS MIN_CASES)
+    message(FATAL_ERROR "${program}: the installed contract ran ${cases} cases, fewer than ${MIN_CASES}:\n${out}")
+  endif()
+  message(STATUS "${program}: all ${cases} contract cases passed")
+endforeach()
 
 # The unfenced store: the kit fails it on fencing, after running every case.
 execute_process(COMMAND ${WORK}/build/unfenced_store_contract RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -1,6 +1,8 @@
-// example_store_contract.cpp — the whole store contract on example::counting_store.
+// example_store_contract.cpp — the whole store contract on example::counting_store; built with
+// IDEM_CONTRACT_ASYNC, through its asynchronous operations.
 #include <memory>
 
+#include <idem/testing/async_bridge.hpp>
 #include <idem/testing/store_contract.hpp>
 
 #include "example_store.hpp"
@@ -8,5 +10,5 @@
 // A fresh store per case: nothing else writes to it, so purge counts are checked exactly.
 std::unique_ptr<idem::store> idem::contract::make_store() {
   set_backend_exclusive(true);
-  return std::make_unique<example::counting_store>();
+  return entry_point(std::make_unique<example::counting_store>());
 }
