@@ -2,7 +2,10 @@
 # The whole test suite, as CI runs it: install what is missing, then four builds, each tested by ctest.
 # Every build is warning-free under -Werror (IDEM_WERROR, off for everyone who is not our CI).
 #   1. g++-12 Release, every target (annotator, stores, samples, benchmarks), all tests, the soak
-#      (label `soak`: 25 s of mixed traffic per store after a 4 s warm-up, docs/reliability.md) included;
+#      (label `soak`: 25 s of mixed traffic per store after a 4 s warm-up, docs/reliability.md) included,
+#      and the tests that install this build (labels `kit`: a store built against the install tree
+#      runs the contract kit; `package`: the Debian package and its CMake and pkg-config consumers),
+#      which the sanitized builds do not register and build 4's labels leave out;
 #   2. clang++-19 with AddressSanitizer + UndefinedBehaviorSanitizer: runtime, stores, fuzz targets; the
 #      soak runs 6 s per store (IDEM_SOAK_SECONDS) and checks threads, fds and sockets, not the heap;
 #   3. clang++-19 with ThreadSanitizer: the concurrency tests of the engine and the memory store, the

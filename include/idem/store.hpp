@@ -8,7 +8,7 @@
 //                                                                   │       v treated as absent
 //                                        try_acquire by another caller     (purge deletes it)
 //
-// Implementation requirements (every store passes the contract suite in tests/contract/):
+// Implementation requirements (every store passes the contract suite, testing/ and idem::testing):
 // - try_acquire is the only entry point. It blocks up to ctx.wait *inside the store* for a holder
 //   to finish (zero wait = look once), steals an expired lease atomically, treats a complete
 //   record past its ttl as absent, and applies the fingerprint rule: a mismatch only when both

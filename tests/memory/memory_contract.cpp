@@ -3,8 +3,8 @@
 
 #include <idem/memory_store.hpp>
 
-#include "contract/async_bridge.hpp"
-#include "contract/store_contract.hpp"
+#include <idem/testing/async_bridge.hpp>
+#include <idem/testing/store_contract.hpp>
 
 // A fresh store per case: nothing else writes to it, so purge counts are checked exactly.
 std::unique_ptr<idem::store> idem::contract::make_store() {

@@ -17,7 +17,7 @@
 #include <idem/errors.hpp>
 #include <idem/memory_store.hpp>
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 
 namespace {
 

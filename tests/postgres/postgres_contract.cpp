@@ -11,8 +11,8 @@
 #include <mutex>
 #include <vector>
 
-#include "contract/async_bridge.hpp"
-#include "contract/store_contract.hpp"
+#include <idem/testing/async_bridge.hpp>
+#include <idem/testing/store_contract.hpp>
 #include "postgres_test_support.hpp"
 
 namespace {

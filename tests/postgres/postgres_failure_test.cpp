@@ -13,7 +13,7 @@
 #include <string>
 #include <variant>
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 #include "postgres_test_support.hpp"
 
 namespace {

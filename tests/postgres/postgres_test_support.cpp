@@ -1,7 +1,7 @@
 // tests/postgres/postgres_test_support.cpp
 #include "postgres_test_support.hpp"
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 
 #include <cstdlib>
 #include <fstream>

@@ -7,7 +7,7 @@
 
 #include <idem/redis_store.hpp>
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 #include "redis_support.hpp"
 
 namespace {

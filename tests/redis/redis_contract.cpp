@@ -3,8 +3,8 @@
 // Cases run in parallel processes against the fixture's one server. Each case's store gets a prefix
 // of its own, so it sees only its own records: purge counts are then exact, as on an exclusive
 // backend, and one case's purge can never take records another case is about to purge.
-#include "contract/async_bridge.hpp"
-#include "contract/store_contract.hpp"
+#include <idem/testing/async_bridge.hpp>
+#include <idem/testing/store_contract.hpp>
 
 #include "redis_support.hpp"
 

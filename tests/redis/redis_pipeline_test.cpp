@@ -12,7 +12,7 @@
 #include <idem/errors.hpp>
 #include <idem/redis_store.hpp>
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 #include "redis_support.hpp"
 
 namespace {

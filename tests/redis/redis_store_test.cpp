@@ -13,7 +13,7 @@
 #include <idem/errors.hpp>
 #include <idem/redis_store.hpp>
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 #include "redis_support.hpp"
 #include "record_codec.hpp"
 #include "scripts.hpp"

@@ -1,7 +1,7 @@
 // tests/redis_cluster/cluster_contract.cpp — the store contract on a real Redis Cluster (3 masters,
 // one replica each). Each case's store gets a prefix of its own, so purge counts are exact.
-#include "contract/async_bridge.hpp"
-#include "contract/store_contract.hpp"
+#include <idem/testing/async_bridge.hpp>
+#include <idem/testing/store_contract.hpp>
 
 #include "cluster_support.hpp"
 

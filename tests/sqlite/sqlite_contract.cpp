@@ -4,8 +4,8 @@
 #include <idem/sqlite_transaction.hpp>
 #include <memory>
 
-#include "contract/async_bridge.hpp"
-#include "contract/store_contract.hpp"
+#include <idem/testing/async_bridge.hpp>
+#include <idem/testing/store_contract.hpp>
 #include "sqlite_test_support.hpp"
 
 namespace idem::contract {

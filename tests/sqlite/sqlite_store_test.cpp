@@ -17,7 +17,7 @@
 #include <string>
 #include <variant>
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 #include "sqlite_test_support.hpp"
 
 namespace {

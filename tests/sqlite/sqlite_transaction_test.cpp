@@ -15,7 +15,7 @@
 #include <thread>
 #include <variant>
 
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 #include "sqlite_test_support.hpp"
 #include "support/faulty_store.hpp"
 

@@ -1,4 +1,4 @@
-// tests/contract/transactional_contract.cpp — the extra behaviour of a store that can complete a
+// testing/transactional_contract.cpp — the extra behaviour of a store that can complete a
 // record inside a caller's transaction (store::supports_transactional_completion()).
 //
 // A port of idempotency4j's TransactionalStoreContract, 0.5 version (the "ref N" comments give its
@@ -6,7 +6,7 @@
 // make_transactional_harness(): a store whose complete_in_transaction writes on the connection of
 // the transactions the harness opens, everything else on the store's own connections. A store
 // that passes these cases also runs the plain contract (store_contract.cpp).
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 
 #include <chrono>
 #include <optional>

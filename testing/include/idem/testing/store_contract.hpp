@@ -1,8 +1,10 @@
-// tests/contract/store_contract.hpp — the store contract, written once, instantiated per store.
+// idem/testing/store_contract.hpp — the store contract, written once, instantiated per store.
 //
-// A store's test executable links idem_store_contract (and idem_transactional_contract if the
-// store supports transactional completion) and defines the factory functions below. Every case
-// uses keys unique to the run, so one backend may serve all cases.
+// A store's test executable links idem::testing (the contract cases and a Catch2 main; in this
+// repository idem_testing) and defines make_store(); a store that supports transactional
+// completion also links idem::testing_transactional and defines make_transactional_harness().
+// Every case uses keys unique to the run, so one backend may serve all cases.
+// docs/stores/writing-a-store.md walks through it.
 #pragma once
 
 #include <chrono>

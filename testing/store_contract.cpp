@@ -1,4 +1,4 @@
-// tests/contract/store_contract.cpp — the behaviour every idem::store must show.
+// testing/store_contract.cpp — the behaviour every idem::store must show.
 //
 // A port of idempotency4j's IdempotencyStoreContract (the "ref N" comments give its numbering in
 // shared/reference/idempotency4j.md §5.1) plus cases for promises our interface makes beyond it.
@@ -6,7 +6,7 @@
 // executable may hand all cases one backend. Waiting for a lease or a ttl to expire is done by
 // sleeping; everything else waits on events, or on store::waiting() for a caller to block. Upper time bounds are generous on purpose: they catch
 // a store that hangs, never a slow machine.
-#include "contract/store_contract.hpp"
+#include <idem/testing/store_contract.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -1,8 +1,9 @@
-// tests/contract/async_bridge.hpp — a store whose try_acquire, complete and release go through
+// idem/testing/async_bridge.hpp — a store whose try_acquire, complete and release go through
 // another store's asynchronous operations, so that one list of contract cases checks both entry
 // points. A store's contract file returns its store through entry_point(); built a second time with
-// IDEM_CONTRACT_ASYNC defined (idem_add_async_contract in tests/CMakeLists.txt), every case then
-// goes through the asynchronous operations.
+// IDEM_CONTRACT_ASYNC defined (idem_add_async_contract in tests/CMakeLists.txt; for a store outside
+// this repository, a second executable with that definition), every case then goes through the
+// asynchronous operations.
 #pragma once
 
 #include <condition_variable>

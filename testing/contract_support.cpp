@@ -1,5 +1,5 @@
-// tests/contract/contract_support.cpp — fixtures and checks shared by the store contract cases.
-#include "contract/store_contract.hpp"
+// testing/contract_support.cpp — fixtures and checks shared by the store contract cases.
+#include <idem/testing/store_contract.hpp>
 
 #include <atomic>
 #include <string>
