@@ -25,19 +25,19 @@ std::string_view to_string(record_state state) noexcept;
 // One stored record as an operator sees it. Times come from the store's clock, `read_at` among
 // them, so that the remaining lease and time to expiry are exact whatever the reader's clock says.
 struct record_summary {
-  std::string scope;
+  std::string scope{};
   std::array<unsigned char, 32> key_digest{};  // SHA-256 of the key
   record_state state = record_state::in_progress;
   std::chrono::system_clock::time_point created_at{};  // the acquisition that created the record
-  std::optional<std::chrono::system_clock::time_point> lease_expires_at;  // in progress only
-  std::optional<std::chrono::system_clock::time_point> completed_at;      // completed only
+  std::optional<std::chrono::system_clock::time_point> lease_expires_at{};  // in progress only
+  std::optional<std::chrono::system_clock::time_point> completed_at{};      // completed only
   // Completed: the end of the replay window. In progress: how long the store keeps an abandoned
   // acquisition (purge deletes it after that once its lease lapsed too).
   std::chrono::system_clock::time_point expires_at{};
   bool has_fingerprint = false;
-  std::string payload_type;        // completed only
+  std::string payload_type{};      // completed only
   std::size_t payload_size = 0;    // the body's bytes; completed only
-  std::optional<payload> value;    // only when asked for, completed only
+  std::optional<payload> value{};  // only when asked for, completed only
   std::chrono::system_clock::time_point read_at{};  // the store's clock when it was read
 
   // `Scope/#xxxxxxxx`, as identity::to_string renders the same record.
@@ -48,8 +48,8 @@ struct record_summary {
 
 // Which records list_records returns.
 struct record_query {
-  std::optional<std::string> scope;        // only this scope
-  std::optional<record_state> state;       // only this state
+  std::optional<std::string> scope{};      // only this scope
+  std::optional<record_state> state{};     // only this state
   std::chrono::milliseconds older_than{0};  // created at least this long before the store's now
   std::size_t limit = 100;                 // at most this many (1..max_limit)
 
