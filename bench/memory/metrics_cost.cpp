@@ -1,0 +1,35 @@
+// bench/memory/metrics_cost.cpp — a fixed workload for counting instructions (valgrind), so that what
+// reporting to idem::metrics costs a memory-store call can be told apart from this machine's timing
+// noise (docs/benchmarks.md, "Metrics"):
+//
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null build/bench/idem_bench_metrics_cost MODE CALLS ROUNDS
+//
+// MODE plain (an engine), metrics (an engine reporting to idem::metrics) or none (the setup only,
+// to subtract); ROUNDS 1 runs CALLS first calls, 2 also replays them. Differences of the totals
+// divided by CALLS are instructions per first call and per replay.
+#include <idem/idem.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: idem_bench_metrics_cost plain|metrics|none CALLS ROUNDS\n");
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const int calls = std::atoi(argv[2]);
+  const int rounds = std::atoi(argv[3]);
+  std::vector<std::string> keys;
+  for (int i = 0; i < calls; ++i) keys.push_back("order-" + std::to_string(1000000 + i));
+  idem::memory_store store;
+  idem::engine_hooks hooks;
+  if (mode == "metrics") hooks.metrics = std::make_shared<idem::metrics>();
+  idem::engine engine(store, {}, std::move(hooks));
+  if (mode == "none") return 0;  // the setup alone, to subtract
+  for (int round = 0; round < rounds; ++round)
+    for (const std::string& key : keys) (void)engine.execute(engine.make_context("OrderConsumer.on", key), [] {});
+  return 0;
+}
