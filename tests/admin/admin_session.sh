@@ -48,6 +48,20 @@ adm() {
   [[ "$rc" == "$expected" ]] || fail "idem-admin $* exited $rc, expected $expected"
 }
 
+# start_holder <name> <key> <lease ms> <result>: a holder in a process of its own that has acquired
+# <key> and waits for a line on fd 5 before it completes; its output is read on fd 6. Sets $held_by.
+start_holder() {
+  mkfifo "$work/$1.in" "$work/$1.out"
+  "$holder" "$store" "$scope" "$2" "$3" hold "$4" <"$work/$1.in" >"$work/$1.out" 2>&1 &
+  held_by=$!
+  pids+=("$held_by")
+  exec 5>"$work/$1.in"
+  exec 6<"$work/$1.out"
+  local said=""
+  IFS= read -r -t 60 said <&6 || fail "holder $1 did not acquire"
+  [[ "$said" == acquired ]] || fail "holder $1 said $said"
+}
+
 run_id="$(date +%s%N)-$RANDOM"
 scope="Admin.session${RANDOM}"
 key_done="done-key-$run_id"
@@ -71,14 +85,8 @@ grep -q "complete" "$work/err" || fail "release of a complete record: no reason 
 
 # A holder SIGKILLed while it holds its record: the record stays in progress; release is refused
 # while the lease lives and accepted once it lapsed.
-mkfifo "$work/killed.in" "$work/killed.out"
-"$holder" "$store" "$scope" "$key_killed" 1500 hold never <"$work/killed.in" >"$work/killed.out" 2>&1 &
-killed=$!
-pids+=("$killed")
-exec 5>"$work/killed.in"
-exec 6<"$work/killed.out"
-IFS= read -r -t 60 line <&6 || fail "the holder did not acquire"
-[[ "$line" == acquired ]] || fail "the holder said $line"
+start_holder killed "$key_killed" 1500 never
+killed=$held_by
 kill -KILL "$killed"
 wait "$killed" 2>/dev/null || true
 exec 5>&- 6<&-
@@ -100,14 +108,8 @@ adm 1 inspect "$scope" "$key_killed"
 
 # A forced release racing a live holder: the holder's completion is refused (its lease token no
 # longer owns the record), the next caller runs and is recorded. Never two successes.
-mkfifo "$work/race.in" "$work/race.out"
-"$holder" "$store" "$scope" "$key_race" 60000 hold holder-result <"$work/race.in" >"$work/race.out" 2>&1 &
-racer=$!
-pids+=("$racer")
-exec 5>"$work/race.in"
-exec 6<"$work/race.out"
-IFS= read -r -t 60 line <&6 || fail "the racing holder did not acquire"
-[[ "$line" == acquired ]] || fail "the racing holder said $line"
+start_holder race "$key_race" 60000 holder-result
+racer=$held_by
 adm 4 release "$scope" "$key_race"
 adm 0 --json release "$scope" "$key_race" --force
 grep -q '"result": "released"' "$work/out" || fail "release --force: $(cat "$work/out")"
