@@ -191,7 +191,7 @@ outcome run(const std::string& command, const request& r, const std::string& spe
     if (command == "inspect" || command == "release") (void)identity(r.scope, r.key);
     if (command == "list") r.query.validate();
     const std::unique_ptr<store> s = open_store(spec);
-    if (command != "purge" && !s->supports_administration())
+    if (!s->supports_administration())
       return {.code = exit_code::usage,
               .output = {},
               .error = fmt::format("{} does not offer administration: no other process can reach its records",

@@ -5,7 +5,7 @@
 #     pkg-config file, their users add Boost's include path themselves. The files locate the tree
 #     from ${pcfiledir}, so an unpacked or moved tree works as installed;
 #   - `cpack -G DEB` in the build tree of a top-level build: libidem-dev, the install tree (headers, static libraries,
-#     CMake package, pkg-config files, idem-annotate when built), its Depends computed from the
+#     CMake package, pkg-config files, idem-annotate and idem-admin when built), its Depends computed from the
 #     parts built (idem_package_part below: the one list of what each part needs);
 #   - idem_installable, a target that builds everything `cmake --install` and cpack copy, for the
 #     tests that install (tests/kit, tests/package).
@@ -68,7 +68,7 @@ if(IDEM_WITH_TESTING)
   idem_package_part(idem_testing SUGGESTS catch2)
 endif()
 
-# idem_installable: the build targets defined under runtime/, annotator/ and testing/, those of
+# idem_installable: the build targets defined under runtime/, admin/, annotator/ and testing/, those of
 # them that this build has (interface libraries have nothing to build).
 function(idem_build_targets_under dir out)
   set(found "")
@@ -88,7 +88,7 @@ function(idem_build_targets_under dir out)
 endfunction()
 set(idem_installed_targets "")
 get_property(idem_top_directories DIRECTORY "${PROJECT_SOURCE_DIR}" PROPERTY SUBDIRECTORIES)
-foreach(dir runtime annotator testing)
+foreach(dir runtime admin annotator testing)
   if("${PROJECT_SOURCE_DIR}/${dir}" IN_LIST idem_top_directories)
     idem_build_targets_under("${PROJECT_SOURCE_DIR}/${dir}" targets)
     list(APPEND idem_installed_targets ${targets})

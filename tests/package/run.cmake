@@ -1,7 +1,7 @@
 # Packs the build BUILD with cpack -G DEB, checks the package's declared dependencies, unpacks it
 # with dpkg-deb -x into WORK/root and builds tests/package/consumer against the unpacked tree twice:
 # with CMake (find_package(idem)) and with pkg-config (idem.pc). ANNOTATE: whether idem-annotate
-# was built (then the package must carry it).
+# was built (then the package must carry it); ADMIN: the same for idem-admin.
 cmake_minimum_required(VERSION 3.25)
 include(${CMAKE_CURRENT_LIST_DIR}/../support/run_checked.cmake)
 
@@ -60,6 +60,16 @@ if(NOT configs OR NOT pcs)
 endif()
 if(ANNOTATE AND NOT EXISTS ${usr}/bin/idem-annotate)
   message(FATAL_ERROR "idem-annotate was built but is not in the package")
+endif()
+if(ADMIN)
+  if(NOT EXISTS ${usr}/bin/idem-admin)
+    message(FATAL_ERROR "idem-admin was built but is not in the package")
+  endif()
+  # It runs from the unpacked tree (its libraries are the system's) and documents its exit codes.
+  run(${usr}/bin/idem-admin --help)
+  if(NOT output MATCHES "4  refused")
+    message(FATAL_ERROR "idem-admin --help from the package does not list its exit codes: ${output}")
+  endif()
 endif()
 
 # CMake: find_package(idem) in the unpacked tree.
