@@ -185,8 +185,11 @@ TEST_CASE("admin contract: the counts place each record in one state", "[contrac
     CHECK(after.in_progress == before.in_progress + 1);
     CHECK(after.completed == before.completed + 1);
     CHECK(after.abandoned == before.abandoned);
-  } else {  // other cases write to the same backend meanwhile
-    CHECK(after.in_progress + after.abandoned + after.completed + after.expired >=
-          before.in_progress + before.abandoned + before.completed + before.expired + 2);
+  } else {
+    // Other cases write, release and purge in the same backend meanwhile, so the totals may move
+    // either way; this case's own two records are live (lease 30 s, ttl 1 h) and no other case
+    // touches them, so each state holds at least one.
+    CHECK(after.in_progress >= 1);
+    CHECK(after.completed >= 1);
   }
 }

@@ -3,8 +3,9 @@
 #
 #   admin_session.sh <idem-admin> <idem_admin_holder> <store>
 #
-# <store> is what --store takes; `postgres:@<file>`, `redis:@<file>` and `redis-cluster:@<file>`
-# read the conninfo, the address or the nodes (one per line) from a fixture's file. Checks, with
+# <store> is what --store takes; `sqlite:fresh` is a new file in a temporary directory, and
+# `postgres:@<file>`, `redis:@<file>` and `redis-cluster:@<file>` read the conninfo, the address or
+# the nodes (one per line) from a fixture's file. Checks, with
 # the exit codes idem-admin documents: inspect of a completed record (human, JSON, --payload) and
 # of an absent one; a record left in progress by a SIGKILLed holder (release refused while its
 # lease lives, accepted once it lapsed); a forced release racing a live holder (the holder's
@@ -15,14 +16,15 @@ set -euo pipefail
 admin=$1
 holder=$2
 store=$3
+work=$(mktemp -d /tmp/idem-admin-session.XXXXXXXX)
 case "$store" in
+  sqlite:fresh) store="sqlite:$work/records.db" ;;
   postgres:@*) store="postgres:$(cat "${store#postgres:@}")" ;;
   redis:@*) store="redis:$(cat "${store#redis:@}")" ;;
   redis-cluster:@*) store="redis-cluster:$(paste -sd, "${store#redis-cluster:@}")" ;;
 esac
 kind=${store%%:*}
 
-work=$(mktemp -d /tmp/idem-admin-session.XXXXXXXX)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
@@ -136,7 +138,12 @@ adm 0 --json list --scope "$scope" --older-than PT1H
 grep -q '"count": 0' "$work/out" || fail "list --older-than PT1H"
 adm 0 --json stats
 grep -q '"completed": ' "$work/out" || fail "stats --json"
-adm 0 purge
+# purge deletes every expired record of the store: only on the test's own SQLite file, since on the
+# shared servers it would take the expired records that purge cases running beside it count on.
+if [[ "$kind" == sqlite ]]; then
+  adm 0 purge
+  grep -q "^purged [0-9]* expired records$" "$work/out" || fail "purge: $(cat "$work/out")"
+fi
 
 # Usage errors, and what --help documents.
 adm 2 list --state finished
