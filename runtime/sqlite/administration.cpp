@@ -105,7 +105,7 @@ admin_release sqlite_store::release_record(const identity& id, bool end_live_lea
     s.refuse_self_lock("release", id);
     write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(s.options.busy_timeout),
                          "begin the release");
-    if (!tx.locked()) s.unavailable("release", &id, "the database stayed locked by another writer for busy_timeout");
+    s.require_locked(tx, "release", id);
     const std::int64_t now = clock_ms();
     int deleted = 0;
     {

@@ -71,7 +71,7 @@ void sqlite_store::complete(const identity& id, const lease_token& token, const 
     s.refuse_self_lock("complete", id);
     write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(s.options.busy_timeout),
                          "begin the completion");
-    if (!tx.locked()) s.unavailable("complete", &id, "the database stayed locked by another writer for busy_timeout");
+    s.require_locked(tx, "complete", id);
     int changed = 0;
     {
       bound_statement up(tx.connection(), statement::complete);
@@ -98,7 +98,7 @@ void sqlite_store::release(const identity& id, const lease_token& token) {
     s.refuse_self_lock("release", id);
     write_transaction tx(s.writer, s.pool, s.options.busy_timeout, deadline_after(s.options.busy_timeout),
                          "begin the release");
-    if (!tx.locked()) s.unavailable("release", &id, "the database stayed locked by another writer for busy_timeout");
+    s.require_locked(tx, "release", id);
     const auto token_blob = token.to_bytes();
     int changed = 0;
     {

@@ -196,6 +196,12 @@ struct sqlite_store::state {
     throw store_unavailable_error(text, std::string(operation), id != nullptr ? id->to_string() : std::string());
   }
 
+  // Throws store_unavailable_error for `operation` on `id` when `tx` did not get the write lock:
+  // another writer kept it for busy_timeout.
+  void require_locked(const write_transaction& tx, std::string_view operation, const identity& id) const {
+    if (!tx.locked()) unavailable(operation, &id, "the database stayed locked by another writer for busy_timeout");
+  }
+
   // Throws if the calling thread's own transaction on this file holds the write lock: no other
   // connection can write before it ends, and it cannot end while this thread waits.
   void refuse_self_lock(std::string_view operation, const identity& id) const {
