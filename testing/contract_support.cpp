@@ -61,7 +61,7 @@ std::string describe(const idem::acquire_result& result) {
       [](const auto& r) -> std::string {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, idem::acquired>) {
-          return "acquired (token " + r.token.to_string() + ")";
+          return "acquired (token " + r.token.to_string() + (r.took_over ? ", taken over)" : ")");
         } else if constexpr (std::is_same_v<T, idem::duplicate>) {
           return "duplicate (payload type '" + r.value.type + "', " + std::to_string(r.value.body.size()) +
                  " body bytes)";

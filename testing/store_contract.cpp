@@ -142,6 +142,31 @@ TEST_CASE("contract: a lease that expired without completion is stolen", "[contr
   CHECK(thief != holder);
 }
 
+TEST_CASE("contract: only a claim of a lapsed lease reports that it took the record over", "[contract]") {
+  auto store = make_store();
+  const auto id = fresh_identity("took-over");
+  const auto took_over = [](const idem::acquire_result& answer) {
+    (void)require_acquired(answer);
+    return std::get<idem::acquired>(answer).took_over;
+  };
+  const idem::acquire_result fresh = store->try_acquire(standard_context(id));
+  CHECK_FALSE(took_over(fresh));
+  store->release(id, std::get<idem::acquired>(fresh).token);
+
+  const idem::acquire_result after_release = store->try_acquire(standard_context(id));
+  CHECK_FALSE(took_over(after_release));
+  store->complete(id, std::get<idem::acquired>(after_release).token, sample_payload(), 1ms);
+  let_expire(20ms);
+
+  const idem::acquire_result after_ttl = store->try_acquire(timed_context(id, 100ms));
+  CHECK_FALSE(took_over(after_ttl));
+  let_expire(150ms);
+
+  const idem::acquire_result stolen = store->try_acquire(standard_context(id));
+  CHECK(took_over(stolen));
+  CHECK(std::get<idem::acquired>(stolen).token != std::get<idem::acquired>(after_ttl).token);
+}
+
 // ref 6
 TEST_CASE("contract: an expired lease is stolen by a caller with the same short durations", "[contract]") {
   auto store = make_store();

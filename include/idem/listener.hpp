@@ -30,6 +30,10 @@ class lifecycle_listener {
  public:
   virtual ~lifecycle_listener() = default;
 
+  // The record was in progress under a lease that had lapsed (its holder crashed, or stalled past
+  // its lease), and this caller took it over under `token`: the previous holder's action may have
+  // run in part. on_acquired follows once the heartbeat has started.
+  virtual void on_lease_taken_over(const context&, const lease_token& /*token*/) {}
   // The caller holds the record; the action is about to run on this thread.
   virtual void on_acquired(const context&, const lease_token&) {}
   // The store confirmed the record complete.
@@ -40,6 +44,9 @@ class lifecycle_listener {
   virtual void on_duplicate(const context&, const payload&, std::chrono::system_clock::time_point /*completed_at*/) {}
   // The record was held by another caller beyond this caller's wait (no lease was taken).
   virtual void on_in_flight(const context&, std::chrono::milliseconds /*retry_after*/) {}
+  // The record is complete but was created with a different request fingerprint; the call fails
+  // with fingerprint_mismatch_error (no lease was taken).
+  virtual void on_fingerprint_mismatch(const context&) {}
 };
 
 }  // namespace idem

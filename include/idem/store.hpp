@@ -10,9 +10,10 @@
 //
 // Implementation requirements (every store passes the contract suite, testing/ and idem::testing):
 // - try_acquire is the only entry point. It blocks up to ctx.wait *inside the store* for a holder
-//   to finish (zero wait = look once), steals an expired lease atomically, treats a complete
-//   record past its ttl as absent, and applies the fingerprint rule: a mismatch only when both
-//   the stored and the incoming fingerprint exist and differ, checked against complete records.
+//   to finish (zero wait = look once), steals an expired lease atomically (and says so in
+//   acquired::took_over), treats a complete record past its ttl as absent, and applies the
+//   fingerprint rule: a mismatch only when both the stored and the incoming fingerprint exist and
+//   differ, checked against complete records.
 // - Every acquisition issues a fresh lease_token. complete and release apply only while the record
 //   is in progress under that token, else they throw lease_lost_error; extend is then a silent
 //   no-op.
@@ -42,15 +43,20 @@ namespace idem {
 
 class transaction;
 
-// The caller now holds the record under `token` and must complete or release it.
+// The caller now holds the record under `token` and must complete or release it. `took_over`:
+// the record was in progress under another lease that had lapsed (its holder crashed, or stalled
+// past its lease), and this claim replaced that lease; false for a fresh or expired record.
 struct acquired {
   lease_token token;
+  bool took_over = false;
 };
 
 // The record is complete: replay `value`. `completed_at` is the store's clock at completion.
+// `from_cache`: the store answered from its own in-process copy, without reaching its backend.
 struct duplicate {
   payload value;
   std::chrono::system_clock::time_point completed_at;
+  bool from_cache = false;
 };
 
 // Another caller holds the record and did not finish within the wait. `retry_after` is the

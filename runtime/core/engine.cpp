@@ -248,8 +248,12 @@ bool engine_core::answered(const context& ctx, acquire_result& claim, raw_outcom
     out = *f;
     return true;
   }
-  if (auto* m = std::get_if<fingerprint_mismatch>(&claim))
+  if (auto* m = std::get_if<fingerprint_mismatch>(&claim)) {
+    notify(hooks_, "on_fingerprint_mismatch", ctx, [&](lifecycle_listener& l) { l.on_fingerprint_mismatch(ctx); });
     throw fingerprint_mismatch_error(ctx.id.to_string(), std::move(m->stored), std::move(m->received));
+  }
+  if (const auto& a = std::get<acquired>(claim); a.took_over)
+    notify(hooks_, "on_lease_taken_over", ctx, [&](lifecycle_listener& l) { l.on_lease_taken_over(ctx, a.token); });
   return false;
 }
 

@@ -45,7 +45,8 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   class transaction_call;  // the state of a call whose record waits for a transaction to end
 
   // What a claim answers when it did not acquire: true with `out` set for a duplicate or in
-  // flight (listeners notified); throws fingerprint_mismatch_error.
+  // flight (listeners notified); throws fingerprint_mismatch_error. False for an acquired record,
+  // after telling the listeners of a lease taken over.
   bool answered(const context& ctx, acquire_result& claim, raw_outcome& out);
   // The record is held: starts its heartbeat and notifies on_acquired. Releases and rethrows
   // when the heartbeat cannot start.

@@ -77,6 +77,14 @@ void metrics_listener::on_in_flight(const context& ctx, std::chrono::millisecond
   registry_.scope(ctx.id.scope()).in_flight.fetch_add(1, std::memory_order_relaxed);
 }
 
+void metrics_listener::on_lease_taken_over(const context& ctx, const lease_token&) {
+  registry_.scope(ctx.id.scope()).lease_steals.fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics_listener::on_fingerprint_mismatch(const context& ctx) {
+  registry_.scope(ctx.id.scope()).fingerprint_mismatches.fetch_add(1, std::memory_order_relaxed);
+}
+
 // The store ------------------------------------------------------------------------------------
 
 measured_store::measured_store(store& backing, std::shared_ptr<metrics> target)
@@ -121,8 +129,14 @@ acquire_result measured_store::try_acquire(const context& ctx) {
   }
   const clock::duration elapsed = clock::now() - start;
   latency.observe(elapsed);
-  if (!std::holds_alternative<acquired>(*answer)) registry_.scope(ctx.id.scope()).wait.observe(elapsed);
+  if (!std::holds_alternative<acquired>(*answer)) answered(registry_.scope(ctx.id.scope()), *answer, elapsed);
   return std::move(*answer);
+}
+
+void measured_store::answered(scope_series& scope, const acquire_result& answer, clock::duration elapsed) {
+  scope.wait.observe(elapsed);
+  if (const auto* replay = std::get_if<duplicate>(&answer); replay != nullptr && replay->from_cache)
+    series_.cache_hits.fetch_add(1, std::memory_order_relaxed);
 }
 
 void measured_store::complete(const identity& id, const lease_token& token, const payload& value,
@@ -193,7 +207,7 @@ void measured_store::async_try_acquire(const context& ctx, cancellation* cancel,
           if (is_store_failure(error))
             series_.errors[static_cast<std::size_t>(store_operation::acquire)].fetch_add(1, std::memory_order_relaxed);
         } else if (!std::holds_alternative<acquired>(answer)) {
-          scope->wait.observe(elapsed);
+          answered(*scope, answer, elapsed);
         }
         done(std::move(error), std::move(answer));
       });

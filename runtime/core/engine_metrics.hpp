@@ -23,6 +23,8 @@ class metrics_listener final : public lifecycle_listener {
   void on_failed(const context& ctx, const lease_token&, std::exception_ptr cause, failure_phase) override;
   void on_duplicate(const context& ctx, const payload&, std::chrono::system_clock::time_point) override;
   void on_in_flight(const context& ctx, std::chrono::milliseconds) override;
+  void on_lease_taken_over(const context& ctx, const lease_token&) override;
+  void on_fingerprint_mismatch(const context& ctx) override;
 
  private:
   std::shared_ptr<metrics> target_;  // keeps the registry alive
@@ -70,6 +72,9 @@ class measured_store final : public store {
   // The handler of an asynchronous `op` started now: times it and counts its failure, then calls
   // `done`.
   async_done measured(store_operation op, async_done done);
+  // Reports a try_acquire that did not acquire and took `elapsed`: its wait, and a replay served
+  // from the store's cache.
+  void answered(scope_series& scope, const acquire_result& answer, std::chrono::steady_clock::duration elapsed);
 
   store& backing_;
   std::shared_ptr<metrics> target_;  // keeps the registry alive

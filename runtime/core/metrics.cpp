@@ -150,9 +150,19 @@ std::string metrics_registry::render() const {
                "have run twice).");
     for (const auto& [scope, s] : scopes_)
       out.sample("idem_leases_lost_total", {{"scope", scope}}, value(s->leases_lost));
+    out.family("idem_lease_steals_total", "counter",
+               "Records in progress under a lapsed lease that a caller took over: their holder crashed or stalled "
+               "past its lease, and its action may have run in part.");
+    for (const auto& [scope, s] : scopes_)
+      out.sample("idem_lease_steals_total", {{"scope", scope}}, value(s->lease_steals));
+    out.family("idem_fingerprint_mismatches_total", "counter",
+               "Calls refused because their record was completed by a request with a different fingerprint (the "
+               "same key reused for another request).");
+    for (const auto& [scope, s] : scopes_)
+      out.sample("idem_fingerprint_mismatches_total", {{"scope", scope}}, value(s->fingerprint_mismatches));
     out.family("idem_wait_seconds", "histogram",
-               "How long a call that did not acquire its record (replayed or in flight) spent in the store, waiting "
-               "for the holder included. Not measured on in-process stores.");
+               "How long a call that did not acquire its record (replayed, in flight, or refused for a fingerprint "
+               "mismatch) spent in the store, waiting for the holder included. Not measured on in-process stores.");
     for (const auto& [scope, s] : scopes_) write_histogram(out, "idem_wait_seconds", {{"scope", scope}}, s->wait);
   }
   if (!stores_.empty()) {
@@ -193,6 +203,11 @@ std::string metrics_registry::render() const {
     out.family("idem_purged_records_total", "counter", "Expired records the scheduled purges deleted.");
     for (const auto& [store, s] : stores_)
       out.sample("idem_purged_records_total", {{"store", store}}, value(s->purged_records));
+    out.family("idem_cache_hits_total", "counter",
+               "Replays a store answered from its own in-process copy of completed records, without reaching its "
+               "backend (the Redis store's local_cache).");
+    for (const auto& [store, s] : stores_)
+      out.sample("idem_cache_hits_total", {{"store", store}}, value(s->cache_hits));
   }
   return std::move(out).take();
 }

@@ -51,6 +51,8 @@ struct scope_series {
   std::atomic<std::uint64_t> replayed{0};   // on_duplicate
   std::atomic<std::uint64_t> in_flight{0};  // on_in_flight
   std::atomic<std::uint64_t> leases_lost{0};
+  std::atomic<std::uint64_t> lease_steals{0};       // on_lease_taken_over
+  std::atomic<std::uint64_t> fingerprint_mismatches{0};  // on_fingerprint_mismatch
   duration_histogram wait;  // try_acquire's duration for answers other than acquired
 };
 
@@ -78,6 +80,7 @@ struct store_series {
   std::atomic<std::uint64_t> heartbeat_errors{0};  // extend threw
   std::atomic<std::uint64_t> purges{0};
   std::atomic<std::uint64_t> purged_records{0};
+  std::atomic<std::uint64_t> cache_hits{0};  // replays served from the store's own cache
 };
 
 class metrics_registry {

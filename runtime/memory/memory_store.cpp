@@ -286,7 +286,7 @@ bool look(Records& records, const hashed_key& key, const context& ctx, steady::t
   if (record.lease_expires <= now) {  // the holder's lease expired: steal it
     const lease_token token = lease_token::generate();
     record.acquire(ctx, token, now);
-    out = acquired{token};
+    out = acquired{token, /*took_over=*/true};
     return true;
   }
   held_until = record.lease_expires;

@@ -29,6 +29,7 @@ claim_answer read_claim(const PGresult* r, const identity& id) {
   const std::string outcome = get_bytes(r, 0, 0);
   if (outcome == "acquired") {
     a.what = claim_answer::kind::acquired;
+    a.took_over = !is_null(r, 0, 1);
   } else if (outcome == "duplicate") {
     a.what = claim_answer::kind::duplicate;
     a.value.type = get_bytes(r, 0, 3);
@@ -121,7 +122,7 @@ void claim_attempts::settle_unless_acquired() {
 claim_attempts::step claim_attempts::decide(claim_answer a) {
   switch (a.what) {
     case claim_answer::kind::acquired:
-      return acquire_result{acquired{token_}};
+      return acquire_result{acquired{token_, a.took_over}};
     case claim_answer::kind::duplicate:
       settle_unless_acquired();
       return acquire_result{duplicate{std::move(a.value), a.completed_at}};

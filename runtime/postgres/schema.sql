@@ -48,7 +48,9 @@ COMMENT ON TABLE idem_records IS 'idem idempotency records, format 1';
 --
 -- Inserts a new in-progress record, takes over one whose lease or replay window has passed, or
 -- answers what holds it. One row comes back; `outcome` is one of
---   'acquired'   the caller now holds the record under p_token
+--   'acquired'   the caller now holds the record under p_token; retry_after_ms is 0 when it took
+--                the record over from a holder whose lease had lapsed, NULL otherwise (a column of
+--                its own would change the function's type, which CREATE OR REPLACE cannot)
 --   'duplicate'  complete: stored_type/stored_body/stored_attributes/completed_at_us
 --   'in_flight'  held by another lease; retry_after_ms is its remaining lease (never negative)
 --   'mismatch'   complete with a different fingerprint; stored_fingerprint says which
@@ -69,6 +71,7 @@ DECLARE
   ts      timestamptz;
   rec     idem_records%ROWTYPE;
   limited boolean := false;
+  stolen  bigint;
 BEGIN
   FOR attempt IN 1..8 LOOP
     ts := clock_timestamp();
@@ -100,6 +103,7 @@ BEGIN
       RETURN;
     END IF;
 
+    stolen := NULL;
     IF NOT FOUND THEN
       IF limited THEN
         PERFORM set_config('lock_timeout', '0', true);
@@ -117,6 +121,9 @@ BEGIN
         PERFORM set_config('lock_timeout', greatest(p_lock_timeout_ms, 1)::text, true);
         limited := true;
       END IF;
+      IF rec.status = 'in_progress' THEN
+        stolen := 0;
+      END IF;
       UPDATE idem_records
          SET status = 'in_progress', lease_token = p_token,
              lease_expires_at = ts + p_lease_ms * interval '1 millisecond',
@@ -128,7 +135,7 @@ BEGIN
               OR (status = 'in_progress' AND lease_expires_at <= ts));
     END IF;
     IF FOUND THEN
-      RETURN QUERY SELECT 'acquired'::text, NULL::bigint, NULL::text, NULL::text, NULL::bytea,
+      RETURN QUERY SELECT 'acquired'::text, stolen, NULL::text, NULL::text, NULL::bytea,
                           NULL::bytea, NULL::bigint;
       RETURN;
     END IF;

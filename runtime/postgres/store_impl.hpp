@@ -52,6 +52,7 @@ std::int64_t to_ms(milliseconds d);
 struct claim_answer {
   enum class kind { acquired, duplicate, in_flight, mismatch, busy } what = kind::busy;
   milliseconds retry_after{0};
+  bool took_over = false;  // acquired from a holder whose lease had lapsed
   std::string stored_fingerprint;
   payload value;
   std::chrono::system_clock::time_point completed_at;

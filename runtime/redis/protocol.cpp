@@ -448,7 +448,7 @@ redis_store::impl::look redis_store::impl::read_look(const context& ctx, const a
   look result;
   if (a.whole.starts_with("idem/")) {
     result.answer = replay(t, a.whole, r.key, std::nullopt);
-  } else if (a.code == "A") {
+  } else if (a.code == "A" || a.code == "T") {
     if (options.replica_ack.replicas > 0) {
       const long long acknowledged = wait_for_replicas(t, r.key);
       if (acknowledged < options.replica_ack.replicas) {
@@ -459,7 +459,7 @@ redis_store::impl::look redis_store::impl::read_look(const context& ctx, const a
         check_durability(t, acknowledged);
       }
     }
-    result.answer = acquired{r.token};
+    result.answer = acquired{r.token, /*took_over=*/a.code == "T"};
   } else if (a.code.starts_with("D")) {  // "D<remaining ttl> <record>", asked for by the cache
     result.answer = replay(t, a.rest, r.key, saturating_add(sent_at, milliseconds(number(t, a.code.substr(1)))));
   } else if (a.code == "B") {
@@ -538,7 +538,7 @@ std::optional<acquire_result> redis_store::impl::cached(const context& ctx, cons
   if (ctx.fingerprint && !hit->fingerprint.empty() && hit->fingerprint != *ctx.fingerprint) {
     return fingerprint_mismatch{hit->fingerprint, *ctx.fingerprint};
   }
-  return duplicate{hit->value, hit->completed_at};
+  return duplicate{hit->value, hit->completed_at, /*from_cache=*/true};
 }
 
 std::optional<acquire_result> redis_store::impl::from_message(const context& ctx, std::string_view message,

@@ -76,7 +76,7 @@ verdict judge(std::optional<stored_record> row, const context& ctx, std::int64_t
       return fingerprint_mismatch{std::move(*row->fingerprint), *ctx.fingerprint};
     return duplicate{std::move(row->value), std::chrono::system_clock::time_point(milliseconds(row->completed_at))};
   }
-  if (row->lease_expires_at <= now) return claimable{};
+  if (row->lease_expires_at <= now) return claimable{/*lapsed_lease=*/true};
   return held{milliseconds(row->lease_expires_at - now), row->token};
 }
 

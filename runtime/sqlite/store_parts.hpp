@@ -91,7 +91,11 @@ struct held {
   lease_token token;       // the holder's
 };
 
-struct claimable {};
+// Absent, complete past its ttl, or in progress under a lapsed lease (`lapsed_lease`: a claim
+// would take it over from its holder).
+struct claimable {
+  bool lapsed_lease = false;
+};
 
 using verdict = std::variant<duplicate, fingerprint_mismatch, held, claimable>;
 
@@ -234,8 +238,8 @@ class sqlite_store::acquire_attempts {
   step next() {
     const std::uint64_t seen = enrolled_.generation();
     verdict v = look();
-    if (std::holds_alternative<claimable>(v)) {
-      claim_result c = claim();
+    if (const auto* looked = std::get_if<claimable>(&v)) {
+      claim_result c = claim(*looked);
       if (auto* a = std::get_if<acquired>(&c)) return acquire_result{*a};
       if (std::holds_alternative<lock_busy>(c)) return acquire_result{in_flight{milliseconds(0)}};
       v = std::move(std::get<verdict>(c));
@@ -270,8 +274,8 @@ class sqlite_store::acquire_attempts {
     return judge(std::move(row), ctx_, clock_ms());
   }
 
-  // Claims a record that looked claimable, or reports what holds it now.
-  claim_result claim() {
+  // Claims a record that looked claimable (`seen`), or reports what holds it now.
+  claim_result claim(const claimable& seen) {
     const lease_token token = lease_token::generate();
     if (sqlite_transaction* tx = own_transaction(s_.filename);
         tx != nullptr && sqlite3_txn_state(tx->connection(), "main") != SQLITE_TXN_NONE) {
@@ -295,7 +299,7 @@ class sqlite_store::acquire_attempts {
       }
       if (changed == 1) {
         s_.waiters->hold(token, ctx_.lease);
-        return acquired{token};
+        return acquired{token, seen.lapsed_lease};
       }
       bound_statement again(db, statement::select_record, s_.options.table, "read the record");
       return judge(read_record(again, key_, ctx_.id), ctx_, now);
@@ -312,7 +316,7 @@ class sqlite_store::acquire_attempts {
     if (changed == 1) {
       tx.commit("commit the claim");
       s_.waiters->hold(token, ctx_.lease);
-      return acquired{token};
+      return acquired{token, seen.lapsed_lease};
     }
     return judge(read_record(tx.connection(), key_, ctx_.id), ctx_, now);
   }

@@ -214,6 +214,32 @@ TEST_CASE("metrics: a holder whose lease was taken over is counted as a lease lo
   CHECK(sample(text, "idem_store_errors_total{store=\"memory_store\",operation=\"complete\"}") == 0);
 }
 
+TEST_CASE("metrics: a record taken over from a lapsed lease and a fingerprint mismatch are counted", "[metrics]") {
+  auto metrics = std::make_shared<idem::metrics>();
+  idem::memory_store store;
+  idem::engine engine{store, {}, {.metrics = metrics}};
+  const std::string first(16, 'a');
+  const std::string second(16, 'b');
+
+  // A holder that stopped (no engine, so no heartbeat) and lets its lease lapse.
+  (void)store.try_acquire(engine.make_context("Orders.place", "crashed", {.lease = 30ms, .wait = 0ms}));
+  const auto retry = engine.make_context("Orders.place", "crashed", {.wait = 0ms});
+  REQUIRE(idem::test::eventually([&] { return engine.execute(retry, [] {}).ran(); }, 5s));
+  CHECK(engine.execute(engine.make_context("Orders.place", "fresh"), [] {}).ran());
+
+  CHECK(engine.execute(engine.make_context("Orders.refund", "r", {}, first), [] {}).ran());
+  CHECK_THROWS_AS(engine.execute(engine.make_context("Orders.refund", "r", {}, second), [] {}),
+                  idem::fingerprint_mismatch_error);
+  CHECK(engine.execute(engine.make_context("Orders.refund", "r", {}, first), [] {}).is_replay());
+
+  const std::string text = metrics->render();
+  CHECK(sample(text, "idem_lease_steals_total{scope=\"Orders.place\"}") == 1);
+  CHECK(sample(text, "idem_lease_steals_total{scope=\"Orders.refund\"}") == 0);
+  CHECK(sample(text, "idem_fingerprint_mismatches_total{scope=\"Orders.refund\"}") == 1);
+  CHECK(sample(text, "idem_fingerprint_mismatches_total{scope=\"Orders.place\"}") == 0);
+  CHECK(sample(text, "idem_cache_hits_total{store=\"memory_store\"}") == 0);
+}
+
 TEST_CASE("metrics: scopes beyond max_scopes are counted under ~other", "[metrics]") {
   auto metrics = std::make_shared<idem::metrics>(idem::metrics_options{.max_scopes = 2});
   idem::memory_store store;

@@ -4,7 +4,7 @@
 #   prometheus_scrape.sh <idem_sample_payments>
 #
 # Starts the sample on a SQLite store in a temporary directory and drives a known workload with
-# curl: 3 first calls, 2 replays, and a concurrent duplicate (one runs, one is answered in flight).
+# curl: 3 first calls, 2 replays, a key reused for another body, and a concurrent duplicate (one runs, one is answered in flight).
 # `promtool check metrics` must accept the exposition. Then it starts Debian's prometheus on
 # 127.0.0.1, scraping the sample every second, and asks its HTTP API (/api/v1/query) for the
 # series: each must have exactly the expected value. prometheus and promtool must be installed
@@ -61,6 +61,8 @@ done
 for k in one two; do
   [[ "$(post "$k-$run_id" "$order")" == 201 ]] || fail "replay $k"
 done
+# The same key with another body: the fingerprints differ, 422.
+[[ "$(post "one-$run_id" '{"amount": 701, "currency": "EUR"}')" == 422 ]] || fail "reused key"
 # waitTimeout PT0S on the endpoint: whichever claims second is answered 409 while the other runs.
 slow='{"amount": 5, "currency": "EUR", "delay_ms": 3000}'
 post "dup-$run_id" "$slow" >"$work/a" &
@@ -116,8 +118,11 @@ expect "idem_calls_total{$scope,outcome=\"replayed\"}" 2
 expect "idem_calls_total{$scope,outcome=\"in_flight\"}" 1
 expect "idem_calls_total{$scope,outcome=\"failed\"}" 0
 expect "idem_calls_in_progress{$scope}" 0
-expect "idem_wait_seconds_count{$scope}" 3
-expect 'idem_store_operation_seconds_count{store="sqlite_store",operation="acquire"}' 7
+expect "idem_wait_seconds_count{$scope}" 4
+expect "idem_fingerprint_mismatches_total{$scope}" 1
+expect "idem_lease_steals_total{$scope}" 0
+expect 'idem_store_operation_seconds_count{store="sqlite_store",operation="acquire"}' 8
+expect 'idem_cache_hits_total{store="sqlite_store"}' 0
 expect 'idem_store_operation_seconds_count{store="sqlite_store",operation="complete"}' 4
 expect 'sum(idem_store_errors_total)' 0
 expect 'count(idem_calls_total)' 4

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <idem/engine.hpp>
+#include <idem/metrics.hpp>
 #include <idem/redis_store.hpp>
 
 #include <idem/testing/store_contract.hpp>
@@ -50,15 +52,30 @@ TEST_CASE("hot replays come from the local cache without a round trip") {
 
   // The completing store caches its own completion.
   auto before = store->statistics();
-  for (int i = 0; i < 100; ++i) CHECK(require_duplicate(store->try_acquire(make_context(id))).value == sample_payload("cached"));
+  for (int i = 0; i < 100; ++i) {
+    const idem::duplicate replay = require_duplicate(store->try_acquire(make_context(id)));
+    CHECK(replay.value == sample_payload("cached"));
+    CHECK(replay.from_cache);
+  }
   CHECK(store->statistics().round_trips == before.round_trips);
   CHECK(store->statistics().cache_hits == before.cache_hits + 100);
 
   // Another store caches what its first replay fetched.
   before = other_process->statistics();
-  require_duplicate(other_process->try_acquire(make_context(id)));
-  require_duplicate(other_process->try_acquire(make_context(id)));
+  CHECK_FALSE(require_duplicate(other_process->try_acquire(make_context(id))).from_cache);
+  CHECK(require_duplicate(other_process->try_acquire(make_context(id))).from_cache);
   CHECK(other_process->statistics().round_trips == before.round_trips + 1);
+}
+
+TEST_CASE("an engine's metrics count the replays served from the local cache") {
+  auto store = cached_store();
+  auto metrics = std::make_shared<idem::metrics>();
+  idem::engine engine{*store, {}, {.metrics = metrics}};
+  const auto ctx = engine.make_context("RedisCacheTest.metrics", unique_key("metrics"), {.wait = 0ms});
+  CHECK(engine.execute(ctx, [] {}).ran());
+  for (int i = 0; i < 3; ++i) CHECK(engine.execute(ctx, [] {}).is_replay());
+  const std::string text = metrics->render();
+  CHECK(text.find("\nidem_cache_hits_total{store=\"redis_store\"} 3\n") != std::string::npos);
 }
 
 TEST_CASE("the local cache never serves an in-progress record") {

@@ -2,9 +2,10 @@
 -- KEYS[1] the record. ARGV: token, lease ms, ttl ms, fingerprint ('-' = none), native expiry of a
 -- claim in ms (max(lease, ttl) + retention grace, computed by the client), '1' when a replay should
 -- carry its remaining ttl (the client's local cache needs it).
--- Answers 'A' acquired | the complete record itself (or 'D<remaining ttl> ' .. record) |
+-- Answers 'A' acquired | 'T' acquired by taking over a lapsed lease | the complete record itself (or 'D<remaining ttl> ' .. record) |
 -- 'B <remaining lease> <holder's token>' | 'M <stored fingerprint>' | a refusal of parse().
 local k = KEYS[1]
+local answer = 'A'
 local v = redis.pcall('GET', k)
 local now, now_text = now_ms()
 if v ~= false then
@@ -25,11 +26,12 @@ if v ~= false then
   if r.st == 'p' then
     if r.tok == ARGV[1] then return 'A' end
     if r.lx > now then return 'B ' .. (r.lx - now) .. ' ' .. r.tok end
+    answer = 'T'  -- the lease ran out: a steal
   end
-  -- A complete record past its ttl, or a lease that ran out: claim afresh (a steal).
+  -- Or a complete record past its ttl: claim afresh.
 end
 redis.call('SET', k,
            'idem/2 p ' .. now_text .. ' ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' ..
                ARGV[1] .. '\n',
            'PX', ARGV[5])
-return 'A'
+return answer
