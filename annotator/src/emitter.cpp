@@ -222,6 +222,9 @@ void emit_policy(writer& w, const function_spec& spec, const std::string& name) 
   w.line("  static constexpr unsigned line = " + std::to_string(spec.position.line) + ";");
   w.line("  static constexpr unsigned column = " + std::to_string(spec.position.column) + ";");
   w.line("  static constexpr bool http_endpoint = " + std::string(facts.http_endpoint ? "true" : "false") + ";");
+  if (spec.transaction)
+    w.line("  static constexpr ::idem::transaction_demand transaction = ::idem::transaction_demand::" +
+           std::string(to_string(*spec.transaction)) + ";");
   if (!spec.codec.empty())
     w.line("  using codec = " + helper_namespace(facts) + name + "_codec;  // " + spec.codec);
   w.line("  static const bool registered;  // defined in the generated .cpp");
@@ -265,12 +268,28 @@ void emit_guarded(writer& w, const guarded_class& cls) {
   w.line("template <>");
   w.line("class guarded<" + c + "> : public " + c + " {");
   w.line(" public:");
+  std::string pointers;
+  for (const guarded_method& method : cls.methods)
+    pointers += (pointers.empty() ? "" : ", ") + function_pointer_expression(method.facts);
+  w.line("  // Whether a method runs in a transaction that this wrapper begins (transaction = \"required\").");
+  w.line("  static constexpr bool idem_needs_transactions = ::idem::needs_transaction_source<" + pointers + ">;");
+  w.line();
   w.line("  // Constructs " + cls.name + " from `args` and guards its annotated methods with `idem_engine`,");
   w.line("  // which must outlive this object.");
   w.line("  template <class... Args>");
   w.line("    requires ::std::constructible_from<" + c + ", Args...>");
   w.line("  explicit guarded(::idem::engine& idem_engine, Args&&... args)");
-  w.line("      : " + c + "(::std::forward<Args>(args)...), idem_engine_(idem_engine) {}");
+  w.line("      : " + c + "(::std::forward<Args>(args)...), idem_engine_(idem_engine) {");
+  w.line("    ::idem::check_without_transaction_source<idem_needs_transactions, Args...>();");
+  w.line("  }");
+  w.line();
+  w.line("  // Constructs " + cls.name + " from `args`; `idem_transactions` begins the transactions of the methods");
+  w.line("  // annotated with transaction = \"required\". Both must outlive this object.");
+  w.line("  template <class... Args>");
+  w.line("    requires idem_needs_transactions && ::std::constructible_from<" + c + ", Args...>");
+  w.line("  explicit guarded(::idem::engine& idem_engine, ::idem::transaction_source& idem_transactions, Args&&... args)");
+  w.line("      : " + c + "(::std::forward<Args>(args)...), idem_engine_(idem_engine), "
+         "idem_transactions_(&idem_transactions) {}");
   // Every overload of an annotated name stays callable as on the class: the guarded declarations
   // below hide only the overloads they guard.
   std::vector<std::string> names;
@@ -315,12 +334,13 @@ void emit_guarded(writer& w, const guarded_class& cls) {
     const std::string arguments = argument_list(facts);
     w.line(std::string("    ") + (facts.returns_void ? "" : "return ") + "::idem::run_guarded<" +
            function_pointer_expression(facts) + ">(");
-    w.line("        idem_engine_, " + action + (arguments.empty() ? "" : ", " + arguments) + ");");
+    w.line("        idem_engine_, idem_transactions_, " + action + (arguments.empty() ? "" : ", " + arguments) + ");");
     w.line("  }");
   }
   w.line();
   w.line(" private:");
   w.line("  ::idem::engine& idem_engine_;");
+  w.line("  ::idem::transaction_source* idem_transactions_ = nullptr;");
   w.line("};");
   w.line();
 }
@@ -458,6 +478,7 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
     entry["lease"] = optional_duration(spec.options.lease);
     entry["waitTimeout"] = optional_duration(spec.options.wait);
     entry["completion"] = spec.options.completion ? std::string(to_string(*spec.options.completion)) : std::string();
+    entry["transaction"] = std::string(to_string(spec.transaction.value_or(transaction_demand::caller)));
     entry["http_endpoint"] = facts.http_endpoint;
     entry["async"] = facts.is_async;
     entry["location"] = {{"file", spec.position.file}, {"line", spec.position.line}, {"column", spec.position.column}};

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <idem/context.hpp>
+#include <idem/transaction.hpp>
 
 namespace idem::annotate {
 
@@ -169,6 +170,7 @@ struct function_spec {
   bool scope_is_default = true;
   source_position scope_position;  // of the scope value, or the attribute
   call_options options;
+  std::optional<transaction_demand> transaction;  // unset: the attribute does not say (caller)
   std::string key;                 // the key expression
   source_position key_position;    // of the first character of the key expression
   std::vector<source_position> key_characters;  // see raw_argument::value_characters

@@ -10,6 +10,7 @@
 #include <idem/duration.hpp>
 #include <idem/identity.hpp>
 #include <idem/policy_registry.hpp>
+#include <idem/transaction.hpp>
 
 namespace idem::annotate {
 
@@ -76,7 +77,8 @@ std::optional<std::chrono::milliseconds> check_duration(const raw_argument& argu
 }  // namespace
 
 const std::vector<std::string_view>& argument_names() {
-  static const std::vector<std::string_view> names{"key", "scope", "ttl", "lease", "waitTimeout", "completion", "codec"};
+  static const std::vector<std::string_view> names{"key",        "scope", "ttl",        "lease",
+                                                   "waitTimeout", "completion", "transaction", "codec"};
   return names;
 }
 
@@ -246,7 +248,7 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
       else
         out.push_back(error_at(argument.name_position,
                                "unknown argument '" + argument.name + "' in " + attribute_name +
-                                   "; expected key, scope, ttl, lease, waitTimeout, completion or codec"));
+                                   "; expected key, scope, ttl, lease, waitTimeout, completion, transaction or codec"));
       continue;
     }
     auto [it, inserted] = given.emplace(argument.name, &argument);
@@ -270,6 +272,7 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
         {"key", "its key comes from the Idempotency-Key header"},
         {"codec", "the HTTP adapter stores and replays the response itself"},
         {"completion", "an HTTP endpoint always completes autonomously"},
+        {"transaction", "its server's adapter calls it, and opens no transaction; begin one in the handler"},
     };
     for (const auto& [name, why] : refused)
       if (const raw_argument* argument = find(name))
@@ -333,6 +336,22 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
     } else
       out.push_back(error_at(value_start(*completion), "unknown completion mode \"" + completion->value +
                                                            "\"; expected \"autonomous\" or \"join-transaction\""));
+  }
+
+  // transaction: the runtime's parser.
+  if (const raw_argument* transaction = find("transaction");
+      transaction && !transaction->value.empty() && !facts.http_endpoint) {
+    if (auto demand = parse_transaction_demand(transaction->value)) {
+      spec.transaction = *demand;
+      if (*demand == transaction_demand::required && facts.is_async)
+        out.push_back(error_at(value_start(*transaction),
+                               "transaction \"required\" is not available for a coroutine yet: the transaction "
+                               "would have to be carried across its suspensions; begin it in the coroutine and "
+                               "leave transaction unset"));
+    } else {
+      out.push_back(error_at(value_start(*transaction), "unknown transaction \"" + transaction->value +
+                                                            "\"; expected \"caller\" or \"required\""));
+    }
   }
 
   // codec: required exactly when there is a value to replay (the type itself is checked by Sema).

@@ -16,6 +16,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -26,6 +27,7 @@
 #include <idem/engine.hpp>
 #include <idem/errors.hpp>
 #include <idem/outcome.hpp>
+#include <idem/transaction.hpp>
 
 namespace idem {
 
@@ -42,6 +44,7 @@ namespace idem {
 //   static call_options options();                // what the attribute set; unset = engine default
 //   static std::string key(const Params&...);     // the key expression, through idem::to_key
 //   using codec = C;                              // only when F returns a value
+//   static constexpr transaction_demand transaction;  // only when the attribute sets it
 //   static const bool registered;                 // defined in the generated .cpp
 //   static P default_argument_N();                // per defaulted parameter N of a member of a
 //                                                 // non-final class: what idem::guarded<C> passes
@@ -144,19 +147,93 @@ R run(engine& eng, Action&& action, Args&... args) {
   }
 }
 
+// What the attribute of Policy's function says about its transaction (caller when it says nothing).
+template <class Policy>
+constexpr transaction_demand transaction_demand_of() noexcept {
+  if constexpr (requires { Policy::transaction; })
+    return Policy::transaction;
+  else
+    return transaction_demand::caller;
+}
+
+// run(), inside the transaction Policy demands: for transaction = "required", the caller's active
+// transaction, else one begun from `transactions` before anything is claimed, committed once the
+// call returned (after the engine's check that it still holds its lease) and rolled back, which
+// releases the record, when the call or the commit throws.
+template <class Policy, class R, class Action, class... Args>
+R run_demanded(engine& eng, transaction_source* transactions, Action&& action, Args&... args) {
+  if constexpr (transaction_demand_of<Policy>() == transaction_demand::caller) {
+    return run<Policy, R>(eng, action, args...);
+  } else {
+    const std::unique_ptr<opened_transaction> opened = open_unless_active(transactions, Policy::function);
+    if constexpr (std::is_void_v<R>) {
+      run<Policy, R>(eng, action, args...);
+      if (opened) opened->commit();
+    } else {
+      R result = run<Policy, R>(eng, action, args...);
+      if (opened) opened->commit();
+      return result;
+    }
+  }
+}
+
+template <class... Args>
+struct first_is_transaction_source : std::false_type {};
+template <class First, class... Rest>
+struct first_is_transaction_source<First, Rest...>
+    : std::bool_constant<std::derived_from<std::remove_cvref_t<First>, transaction_source>> {};
+
+// invoke()'s work once the transaction source (null: none) is separated from the arguments.
+template <auto F, class... Args>
+decltype(auto) invoke_with(engine& eng, transaction_source* transactions, Args&&... args) {
+  using result = result_of<F>;
+  if constexpr (std::is_member_function_pointer_v<decltype(F)>) {
+    return [&eng, transactions]<class Object, class... Rest>(Object&& object, Rest&&... rest) -> result {
+      auto action = [&]() -> result { return std::invoke(F, std::forward<Object>(object), std::forward<Rest>(rest)...); };
+      return run_demanded<policy<F>, result>(eng, transactions, action, rest...);
+    }(std::forward<Args>(args)...);
+  } else {
+    auto action = [&]() -> result { return std::invoke(F, std::forward<Args>(args)...); };
+    return run_demanded<policy<F>, result>(eng, transactions, action, args...);
+  }
+}
+
 }  // namespace detail
 
-// idem::run_guarded<F>(engine, action, args...)
+// idem::needs_transaction_source<F...>
+//
+// Whether any of the annotated functions F... is annotated with transaction = "required", so that
+// its wrapper needs a transaction_source to begin that transaction with. A generated
+// idem::guarded<C> asks it about its methods.
+template <auto... F>
+inline constexpr bool needs_transaction_source =
+    ((detail::transaction_demand_of<policy<F>>() == transaction_demand::required) || ...);
+
+// idem::check_without_transaction_source<NeedsSource, Args...>()
+//
+// What the constructor of a generated idem::guarded<C> that is given no transaction_source
+// checks (Args: its constructor arguments, which defer the check to its use): it does not compile
+// when a method of C is annotated with transaction = "required" (NeedsSource).
+template <bool NeedsSource, class... Args>
+constexpr void check_without_transaction_source() noexcept {
+  static_assert(!NeedsSource,
+                "idem::guarded<C>: a method annotated with transaction = \"required\" needs the "
+                "idem::transaction_source that begins its transactions: construct it as "
+                "idem::guarded<C>{engine, transactions, C's constructor arguments...}");
+}
+
+// idem::run_guarded<F>(engine, transactions, action, args...)
 //
 // What a generated idem::guarded<C> calls for its annotated method F: runs `action` (which calls
 // the original, by its qualified name) at most once per key of policy<F>, computed from `args`
 // (the call's arguments), and returns its result, or on a duplicate the first result decoded by
-// the policy's codec. An in-flight answer goes through idem::map_in_flight: if the engine's
-// outcome mapper returns, a void function returns without running and a value-returning one
-// throws in_flight_error. Throws what idem::invoke throws.
+// the policy's codec. `transactions` (may be null) begins the transaction of a method annotated
+// with transaction = "required" when its caller has none active. An in-flight answer goes through
+// idem::map_in_flight: if the engine's outcome mapper returns, a void function returns without
+// running and a value-returning one throws in_flight_error. Throws what idem::invoke throws.
 template <auto F, class Action, class... Args>
-detail::result_of<F> run_guarded(engine& eng, Action&& action, Args&... args) {
-  return detail::run<policy<F>, detail::result_of<F>>(eng, action, args...);
+detail::result_of<F> run_guarded(engine& eng, transaction_source* transactions, Action&& action, Args&... args) {
+  return detail::run_demanded<policy<F>, detail::result_of<F>>(eng, transactions, action, args...);
 }
 
 // idem::guarded_context<F>(engine, args...)
@@ -172,23 +249,27 @@ context guarded_context(engine& eng, Args&... args) {
 
 // idem::invoke<F>(engine, object, args...)   (F a pointer to a non-static member function)
 // idem::invoke<F>(engine, args...)           (F a pointer to a free or static member function)
+// idem::invoke<F>(engine, transactions, ...)  (F annotated with transaction = "required")
 //
 // Calls F at most once per key (the policy's key expression over `args`) and returns its result;
 // a duplicate gets the first result back through the policy's codec. The member form calls F on
 // `object` the usual way (virtually, for a virtual F): do not pass an idem::guarded<C> here, it
-// guards its methods itself. Throws what the engine throws (configuration_error, in_flight_error,
-// store errors) and whatever F throws, after releasing the record so the call can be retried.
+// guards its methods itself. A function annotated with transaction = "required" takes an
+// idem::transaction_source first, which begins its transaction when the caller has none active.
+// Throws what the engine throws (configuration_error, in_flight_error, store errors) and whatever
+// F throws, after releasing the record so the call can be retried.
 template <auto F, class... Args>
 decltype(auto) invoke(engine& eng, Args&&... args) {
-  using result = detail::result_of<F>;
-  if constexpr (std::is_member_function_pointer_v<decltype(F)>) {
-    return [&eng]<class Object, class... Rest>(Object&& object, Rest&&... rest) -> result {
-      auto action = [&]() -> result { return std::invoke(F, std::forward<Object>(object), std::forward<Rest>(rest)...); };
-      return detail::run<policy<F>, result>(eng, action, rest...);
-    }(std::forward<Args>(args)...);
+  if constexpr (detail::transaction_demand_of<policy<F>>() == transaction_demand::caller) {
+    return detail::invoke_with<F>(eng, nullptr, std::forward<Args>(args)...);
+  } else if constexpr (!detail::first_is_transaction_source<Args...>::value) {
+    static_assert(detail::first_is_transaction_source<Args...>::value,
+                  "idem::invoke<F>: F is annotated with transaction = \"required\"; pass the idem::transaction_source "
+                  "that begins its transaction first: idem::invoke<F>(engine, transactions, arguments...)");
   } else {
-    auto action = [&]() -> result { return std::invoke(F, std::forward<Args>(args)...); };
-    return detail::run<policy<F>, result>(eng, action, args...);
+    return [&eng]<class Source, class... Rest>(Source&& transactions, Rest&&... rest) -> decltype(auto) {
+      return detail::invoke_with<F>(eng, &transactions, std::forward<Rest>(rest)...);
+    }(std::forward<Args>(args)...);
   }
 }
 

@@ -66,4 +66,12 @@ class postgres_transaction final : public basic_transaction {
   mutable unsigned long long joined_store_ = 0;
 };
 
+// idem::postgres_transaction_source
+//
+// Begins a postgres_transaction on one connection for each call of a method annotated with
+// transaction = "required" (see idem::transaction_source): give the same connection to the class,
+// whose body then writes through it inside that transaction. Used by one thread at a time, as the
+// connection is.
+using postgres_transaction_source = basic_transaction_source<postgres_transaction, PGconn*>;
+
 }  // namespace idem

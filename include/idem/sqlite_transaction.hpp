@@ -57,4 +57,12 @@ class sqlite_transaction final : public basic_transaction {
   transaction_binding binding_;
 };
 
+// idem::sqlite_transaction_source
+//
+// Begins a sqlite_transaction on one connection for each call of a method annotated with
+// transaction = "required" (see idem::transaction_source): give the same connection to the class,
+// whose body then writes through it inside that transaction. Used by one thread at a time, as the
+// connection is.
+using sqlite_transaction_source = basic_transaction_source<sqlite_transaction, sqlite3*>;
+
 }  // namespace idem

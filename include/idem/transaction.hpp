@@ -7,9 +7,28 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace idem {
+
+// Where the transaction of an annotated function comes from: the attribute's `transaction`.
+enum class transaction_demand {
+  // The default: the function takes part in whatever transaction its caller bound, or in none.
+  caller,
+  // The function always runs in a transaction: its caller's active one, else one that the
+  // wrapper (idem::guarded<C>, idem::invoke) begins from its transaction_source before it claims
+  // the record, commits when the function returns and rolls back when it throws.
+  required,
+};
+
+// Parses "caller" / "required" (case-insensitive). Returns nullopt for anything else.
+[[nodiscard]] std::optional<transaction_demand> parse_transaction_demand(std::string_view text) noexcept;
+std::string_view to_string(transaction_demand demand) noexcept;
 
 // idem::transaction
 //
@@ -85,5 +104,71 @@ class basic_transaction : public transaction {
   std::vector<std::function<void()>> on_commit_;
   std::vector<std::function<void()>> on_rollback_;
 };
+
+// idem::opened_transaction
+//
+// A transaction that a transaction_source began for one call, bound to the calling thread while
+// it lives. Destroying it without commit() rolls it back.
+class opened_transaction {
+ public:
+  virtual ~opened_transaction() = default;
+  // Commits, running the engine's before-commit checks first; throws what the transaction's own
+  // commit throws (the transaction has then rolled back, or its outcome is unknown).
+  virtual void commit() = 0;
+};
+
+// idem::transaction_source
+//
+// Begins the transactions of methods annotated with transaction = "required": give one to
+// idem::guarded<C> (`guarded<C>{engine, source, C's constructor arguments...}`) or to
+// idem::invoke. The method's body reaches the same connection through its own members (the
+// connection the source was made with). Called on the thread that calls the method; a source used
+// by several threads at once must give each its own connection.
+class transaction_source {
+ public:
+  virtual ~transaction_source() = default;
+  // Begins a transaction and binds it to the calling thread (it is idem::current_transaction()
+  // until it ends). Throws what beginning throws (configuration_error for a connection that
+  // cannot begin one, store_unavailable_error when BEGIN fails).
+  [[nodiscard]] virtual std::unique_ptr<opened_transaction> begin() = 0;
+};
+
+// idem::basic_transaction_source<Tx, Connection>
+//
+// A transaction_source that constructs a Tx on `connection` for each call:
+// idem::sqlite_transaction_source and idem::postgres_transaction_source are two. Tx is an RAII
+// transaction that binds itself to its thread: constructible from Connection, with commit(), and
+// a destructor that rolls back when commit() did not run.
+template <class Tx, class Connection>
+class basic_transaction_source final : public transaction_source {
+ public:
+  explicit basic_transaction_source(Connection connection) noexcept(std::is_nothrow_move_constructible_v<Connection>)
+      : connection_(std::move(connection)) {}
+
+  [[nodiscard]] std::unique_ptr<opened_transaction> begin() override { return std::make_unique<opened>(connection_); }
+
+  // The connection each transaction begins on.
+  const Connection& connection() const noexcept { return connection_; }
+
+ private:
+  class opened final : public opened_transaction {
+   public:
+    explicit opened(const Connection& connection) : tx_(connection) {}
+    void commit() override { tx_.commit(); }
+
+   private:
+    Tx tx_;
+  };
+
+  Connection connection_;
+};
+
+namespace detail {
+// The transaction a call of `function` annotated with transaction = "required" runs in: nullptr
+// when the calling thread has an active transaction already (the call joins it), else one begun
+// from `source`. Throws configuration_error when `source` is null.
+[[nodiscard]] std::unique_ptr<opened_transaction> open_unless_active(transaction_source* source,
+                                                                     std::string_view function);
+}  // namespace detail
 
 }  // namespace idem

@@ -356,9 +356,10 @@ raw_outcome engine_core::run_alone(const context& ctx, const lease_token& token,
 class engine_core::transaction_call {
  public:
   enum class stage {
-    action,     // the action runs; a transaction end is only recorded
-    waiting,    // the action returned; the transaction's end decides the terminal
-    done,       // the terminal was reported (or the call failed): callbacks do nothing
+    action,          // the action runs; a transaction end is only recorded
+    waiting,         // the action returned; the transaction's end decides the terminal
+    release_at_end,  // the action threw and its release could not be made yet: the end makes it
+    done,            // the terminal was reported (or the call failed): callbacks do nothing
   };
   enum class ending { none, committed, rolled_back };
 
@@ -376,6 +377,7 @@ class engine_core::transaction_call {
   }
 
   void committed() noexcept {
+    if (release_deferred()) return;
     if (current == stage::action) {
       ended = ending::committed;
       return;
@@ -389,6 +391,7 @@ class engine_core::transaction_call {
   }
 
   void rolled_back() noexcept {
+    if (release_deferred()) return;
     if (current == stage::action) {
       ended = ending::rolled_back;
       return;
@@ -419,6 +422,14 @@ class engine_core::transaction_call {
       notify(owner.hooks_, "on_failed", ctx,
                      [&](lifecycle_listener& l) { l.on_failed(ctx, token, cause, failure_phase::completion); });
     }
+  }
+
+  // Makes the release that release_when_ended() deferred, once: true if there was one.
+  bool release_deferred() noexcept {
+    if (current != stage::release_at_end) return false;
+    current = stage::done;
+    owner.release_quietly(ctx, token, "after its action failed and its transaction ended");
+    return true;
   }
 
   void release_after_rollback() noexcept {
@@ -468,6 +479,15 @@ std::shared_ptr<engine_core::transaction_call> engine_core::enter_transaction(co
 void engine_core::abandon(transaction_call& call) noexcept {
   call.current = transaction_call::stage::done;
   call.heartbeat.cancel();
+}
+
+std::exception_ptr engine_core::release_when_ended(transaction_call& call, const transaction& tx,
+                                                   std::exception_ptr failure) noexcept {
+  if (!failure || is_lease_lost(failure) || !tx.active()) return failure;
+  call.owner.log(log_level::debug, fmt::format("{} is released when its transaction ends: {}", call.ctx.id.to_string(),
+                                               describe(failure)));
+  call.current = transaction_call::stage::release_at_end;
+  return nullptr;
 }
 
 std::optional<raw_outcome> engine_core::action_returned(transaction_call& call, std::exception_ptr encode_failure) {
@@ -521,7 +541,8 @@ raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_toke
     action();
   } catch (...) {
     abandon(*call);
-    action_threw(ctx, token);
+    const std::exception_ptr cause = std::current_exception();
+    action_failed(ctx, token, cause, release_when_ended(*call, tx, release_error(ctx, token)));
     throw;
   }
   std::exception_ptr encode_failure;
@@ -589,6 +610,7 @@ struct async_call : std::enable_shared_from_this<async_call> {
         heartbeat.cancel();
       }
       core->store_.async_release(ctx.id, token, [self = shared_from_this(), cause](std::exception_ptr release_failure) mutable {
+        if (self->in_tx) release_failure = engine_core::release_when_ended(*self->in_tx, *self->tx, std::move(release_failure));
         self->core->action_failed(self->ctx, self->token, cause, std::move(release_failure));
         self->fail(std::move(cause));
       });

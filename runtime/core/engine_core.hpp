@@ -66,6 +66,12 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   std::shared_ptr<transaction_call> enter_transaction(const context& ctx, const lease_token& token, transaction& tx);
   // The action threw: the call ends here (its record is to be released).
   static void abandon(transaction_call& call) noexcept;
+  // The abandoned call's release failed with `failure` while `tx` is still active, as a store
+  // that cannot write beside the caller's transaction does (SQLite, once the transaction wrote:
+  // it holds the file's write lock): the release is made again when `tx` ends, either way.
+  // Returns the failure left to report: null once the release is deferred.
+  static std::exception_ptr release_when_ended(transaction_call& call, const transaction& tx,
+                                               std::exception_ptr failure) noexcept;
   // The action returned, and its value was encoded into the call (or `encode_failure`): the
   // terminal if it is decided now, or nothing when the record is to be written inside the
   // transaction next. May throw (the completion-failure policy).

@@ -2,6 +2,11 @@
 #include <idem/errors.hpp>
 #include <idem/transaction.hpp>
 
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
 namespace idem {
 namespace {
 thread_local transaction* current = nullptr;
@@ -30,6 +35,32 @@ void run_now(std::function<void()>& callback) noexcept {
 }  // namespace
 
 transaction* current_transaction() noexcept { return current; }
+
+std::optional<transaction_demand> parse_transaction_demand(std::string_view text) noexcept {
+  const auto is = [text](std::string_view word) {
+    return std::equal(text.begin(), text.end(), word.begin(), word.end(), [](char a, char b) {
+      return std::tolower(static_cast<unsigned char>(a)) == static_cast<unsigned char>(b);
+    });
+  };
+  if (is("caller")) return transaction_demand::caller;
+  if (is("required")) return transaction_demand::required;
+  return std::nullopt;
+}
+
+std::string_view to_string(transaction_demand demand) noexcept {
+  return demand == transaction_demand::caller ? "caller" : "required";
+}
+
+std::unique_ptr<opened_transaction> detail::open_unless_active(transaction_source* source,
+                                                               std::string_view function) {
+  if (const transaction* tx = current_transaction(); tx != nullptr && tx->active()) return nullptr;
+  if (source == nullptr)
+    throw configuration_error(fmt::format("{} is annotated with transaction = \"required\" and no transaction is "
+                                          "active on this thread, but no idem::transaction_source was given to "
+                                          "begin one",
+                                          function));
+  return source->begin();
+}
 
 transaction_binding::transaction_binding(transaction& tx) noexcept : previous_(current) { current = &tx; }
 transaction_binding::~transaction_binding() { current = previous_; }

@@ -11,6 +11,7 @@
 #include <idem/sqlite_store.hpp>
 #include <idem/sqlite_transaction.hpp>
 #include <idem/transaction.hpp>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <variant>
@@ -163,6 +164,27 @@ TEST_CASE("join-transaction: the record commits and rolls back with the applicat
     CHECK(s.orders() == 0);
     require_acquired(s.look(ctx));  // the rollback released the record
   }
+}
+
+TEST_CASE("an action that throws after writing in the caller's transaction frees its key when the transaction ends",
+          "[sqlite][transaction]") {
+  shop s;
+  const auto completion = GENERATE(idem::completion_mode::join_transaction, idem::completion_mode::autonomous);
+  const auto ctx = s.engine.make_context("Orders.place", "order-throws-" + idem::contract::unique_key("k"),
+                                         {.completion = completion});
+  {
+    idem::sqlite_transaction tx{s.db.get()};
+    // The write takes the file's write lock, so the store's connection cannot release beside it.
+    CHECK_THROWS_WITH(s.engine.execute(ctx,
+                                       [&] {
+                                         exec(s.db.get(), "INSERT INTO orders VALUES ('t')");
+                                         throw std::runtime_error("declined");
+                                       }),
+                      "declined");
+    require_in_flight(s.look(ctx));  // released only once the transaction ends
+  }
+  CHECK(s.orders() == 0);
+  require_acquired(s.look(ctx));  // not held until the lease (30 s) runs out
 }
 
 TEST_CASE("autonomous under a transaction: the record completes after the commit", "[sqlite][transaction]") {

@@ -9,7 +9,7 @@ struct Arguments {
   // expected-error@+1:40 {{unknown argument 'waittimeout' in idem::idempotent; did you mean 'waitTimeout'?}}
   [[idem::idempotent(key = "event.id", waittimeout = "PT0S")]] void a(const Event& event);
 
-  // expected-error@+1:40 {{unknown argument 'retries' in idem::idempotent; expected key, scope, ttl, lease, waitTimeout, completion or codec}}
+  // expected-error@+1:40 {{unknown argument 'retries' in idem::idempotent; expected key, scope, ttl, lease, waitTimeout, completion, transaction or codec}}
   [[idem::idempotent(key = "event.id", retries = "3")]] void b(const Event& event);
 
   // expected-note@+2:40 {{'ttl' first given here}}

@@ -31,13 +31,15 @@ class Orders {
   // Valid: an endpoint gets no guarded<C> wrapper, so noexcept and final do not matter.
   [[idem::idempotent]] virtual boost::asio::awaitable<response> cancel(const request& req) noexcept final;
 
-  // key, codec and completion are refused at the argument.
+  // key, codec, completion and transaction are refused at the argument.
   // expected-error@+1:22 {{'key' is not allowed on an HTTP endpoint: its key comes from the Idempotency-Key header}}
   [[idem::idempotent(key = "req.body()")]] boost::asio::awaitable<response> a(const request& req);
   // expected-error@+1:22 {{'codec' is not allowed on an HTTP endpoint: the HTTP adapter stores and replays the response itself}}
   [[idem::idempotent(codec = "idem::json_codec")]] boost::asio::awaitable<response> b(const request& req);
   // expected-error@+1:22 {{'completion' is not allowed on an HTTP endpoint: an HTTP endpoint always completes autonomously}}
   [[idem::idempotent(completion = "join-transaction")]] boost::asio::awaitable<response> c(const request& req);
+  // expected-error@+1:22 {{'transaction' is not allowed on an HTTP endpoint: its server's adapter calls it, and opens no transaction; begin one in the handler}}
+  [[idem::idempotent(transaction = "required")]] boost::asio::awaitable<response> c2(const request& req);
 
   // Near misses are refused rather than guarded as ordinary functions: not a coroutine, a coroutine
   // of something else, the request by value or not const, another body, another executor, an extra

@@ -22,13 +22,15 @@ class Checkout {
   // Valid: an endpoint gets no guarded<C> wrapper, so noexcept and final do not matter.
   [[idem::idempotent]] virtual void cancel(const httplib::Request& req, httplib::Response& res) noexcept final;
 
-  // key, codec and completion are refused at the argument.
+  // key, codec, completion and transaction are refused at the argument.
   // expected-error@+1:22 {{'key' is not allowed on an HTTP endpoint: its key comes from the Idempotency-Key header}}
   [[idem::idempotent(key = "req.body")]] void a(const httplib::Request& req, httplib::Response& res);
   // expected-error@+1:22 {{'codec' is not allowed on an HTTP endpoint: the HTTP adapter stores and replays the response itself}}
   [[idem::idempotent(codec = "idem::json_codec")]] void b(const httplib::Request& req, httplib::Response& res);
   // expected-error@+1:22 {{'completion' is not allowed on an HTTP endpoint: an HTTP endpoint always completes autonomously}}
   [[idem::idempotent(completion = "autonomous")]] void c(const httplib::Request& req, httplib::Response& res);
+  // expected-error@+1:22 {{'transaction' is not allowed on an HTTP endpoint: its server's adapter calls it, and opens no transaction; begin one in the handler}}
+  [[idem::idempotent(transaction = "required")]] void c2(const httplib::Request& req, httplib::Response& res);
   // expected-error@+3:22 {{'key' is not allowed on an HTTP endpoint: its key comes from the Idempotency-Key header}}
   // expected-error@+2:33 {{'completion' is not allowed on an HTTP endpoint: an HTTP endpoint always completes autonomously}}
   // expected-error@+1:66 {{'codec' is not allowed on an HTTP endpoint: the HTTP adapter stores and replays the response itself}}

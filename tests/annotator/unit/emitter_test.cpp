@@ -133,6 +133,24 @@ TEST_CASE("a guarded class keeps every overload and the default arguments, and q
   CHECK_FALSE(contains(files.source, "detail::"));
 }
 
+TEST_CASE("a method annotated transaction = required is data in its policy, and its class takes a source",
+          "[annotator][emitter]") {
+  function_spec s = settle_spec();
+  s.transaction = idem::transaction_demand::required;
+  const generated_files files = emit({s}, options());
+  CHECK(contains(files.header,
+                 "  static constexpr ::idem::transaction_demand transaction = ::idem::transaction_demand::required;\n"));
+  CHECK(contains(files.header, "::idem::needs_transaction_source<&::shop::OrderListener::settle>;"));
+  CHECK(contains(files.header, "explicit guarded(::idem::engine& idem_engine, ::idem::transaction_source& "
+                               "idem_transactions, Args&&... args)"));
+  CHECK(contains(files.header, "::idem::check_without_transaction_source<idem_needs_transactions, Args...>();"));
+  CHECK(contains(files.header, "idem_engine_, idem_transactions_, [&]()"));
+  CHECK(nlohmann::json::parse(files.manifest)["functions"][0]["transaction"] == "required");
+  CHECK_FALSE(contains(files.header, "detail::"));
+  // Unset, the policy says nothing and the runtime's default (caller) applies.
+  CHECK_FALSE(contains(emit({settle_spec()}, options()).header, "transaction_demand"));
+}
+
 TEST_CASE("helpers of two nested classes of one name in one namespace do not collide", "[annotator][emitter]") {
   function_spec a = settle_spec();
   a.facts.qualified_class = "shop::A::Handler";

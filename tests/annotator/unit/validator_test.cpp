@@ -154,6 +154,21 @@ TEST_CASE("completion modes follow idem::parse_completion_mode", "[annotator][va
   CHECK(ok.spec->options.completion == idem::completion_mode::join_transaction);
 }
 
+TEST_CASE("transaction demands follow idem::parse_transaction_demand", "[annotator][validator]") {
+  CHECK(only_error(validate(attribute({arg("key", "e"), arg("transaction", "requires")}), member())).message ==
+        "unknown transaction \"requires\"; expected \"caller\" or \"required\"");
+  auto required = validate(attribute({arg("key", "e"), arg("transaction", "Required")}), member());
+  REQUIRE(required.ok());
+  CHECK(required.spec->transaction == idem::transaction_demand::required);
+  auto unset = validate(attribute({arg("key", "e")}), member());
+  REQUIRE(unset.ok());
+  CHECK_FALSE(unset.spec->transaction.has_value());
+  // A free function may require one too: idem::invoke then takes the transaction source.
+  function_facts free_function = member();
+  free_function.kind = function_kind::free;
+  CHECK(validate(attribute({arg("key", "e"), arg("transaction", "required")}), free_function).ok());
+}
+
 TEST_CASE("codec: required for values, refused for void", "[annotator][validator]") {
   CHECK(only_error(validate(attribute({arg("key", "e")}), member("shop::Receipt"))).message ==
         "'shop::OrderListener::on' returns 'shop::Receipt', so a duplicate call must be given that value back: name a "
@@ -165,13 +180,13 @@ TEST_CASE("codec: required for values, refused for void", "[annotator][validator
   CHECK(ok.spec->codec == "ReceiptCodec");
 }
 
-TEST_CASE("HTTP endpoints refuse key, codec and completion", "[annotator][validator]") {
+TEST_CASE("HTTP endpoints refuse key, codec, completion and transaction", "[annotator][validator]") {
   function_facts endpoint = member("void");
   endpoint.http_endpoint = true;
   auto r = validate(attribute({arg("key", "e", 20), arg("codec", "C", 40), arg("completion", "autonomous", 60),
-                               arg("ttl", "PT1H", 80)}),
+                               arg("ttl", "PT1H", 80), arg("transaction", "required", 100)}),
                     endpoint);
-  REQUIRE(r.diagnostics.size() == 3);
+  REQUIRE(r.diagnostics.size() == 4);
   CHECK(r.diagnostics[0].message ==
         "'key' is not allowed on an HTTP endpoint: its key comes from the Idempotency-Key header");
   CHECK(r.diagnostics[0].position.column == 20);
@@ -179,6 +194,10 @@ TEST_CASE("HTTP endpoints refuse key, codec and completion", "[annotator][valida
         "'codec' is not allowed on an HTTP endpoint: the HTTP adapter stores and replays the response itself");
   CHECK(r.diagnostics[2].message ==
         "'completion' is not allowed on an HTTP endpoint: an HTTP endpoint always completes autonomously");
+  CHECK(r.diagnostics[3].message ==
+        "'transaction' is not allowed on an HTTP endpoint: its server's adapter calls it, and opens no transaction; "
+        "begin one in the handler");
+  CHECK(r.diagnostics[3].position.column == 100);
   // Without those, an endpoint needs no key: it comes from the header.
   CHECK(validate(attribute({arg("ttl", "PT1H")}), endpoint).ok());
 }
