@@ -257,7 +257,8 @@ void emit_async_body(writer& w, const function_facts& facts, const std::string& 
                                                  : "::std::move(" + name + ")");
   }
   w.line("    return ::idem::run_guarded_async<" + pointer + ">(");
-  w.line("        idem_engine_, ::std::move(idem_ctx), [" + captures + "]() mutable -> " + spelled_return_type(facts) +
+  w.line("        idem_engine_, idem_transactions_, ::std::move(idem_ctx), [" + captures + "]() mutable -> " +
+         spelled_return_type(facts) +
          " { return this->" + c + "::" + facts.name + "(" + forwarded + "); });");
   w.line("  }");
 }

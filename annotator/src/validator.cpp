@@ -324,34 +324,30 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
     // The grammar has no sign, so every parsed wait is >= 0 (PT0S = look once, never block).
     spec.options.wait = check_duration(*wait, "waitTimeout", duration_field::wait, out);
 
-  // completion: the runtime's parser.
-  if (const raw_argument* completion = find("completion"); completion && !completion->value.empty()) {
-    if (auto mode = parse_completion_mode(completion->value)) {
-      spec.options.completion = *mode;
-      if (*mode == completion_mode::join_transaction && facts.is_async && !facts.http_endpoint)
-        out.push_back(error_at(value_start(*completion),
-                               "completion \"join-transaction\" is not available for a coroutine: a transaction "
-                               "bound to a thread does not survive a co_await, and asynchronous calls take part in "
-                               "no transaction yet; use \"autonomous\""));
-    } else
-      out.push_back(error_at(value_start(*completion), "unknown completion mode \"" + completion->value +
-                                                           "\"; expected \"autonomous\" or \"join-transaction\""));
-  }
-
   // transaction: the runtime's parser.
   if (const raw_argument* transaction = find("transaction");
       transaction && !transaction->value.empty() && !facts.http_endpoint) {
     if (auto demand = parse_transaction_demand(transaction->value)) {
       spec.transaction = *demand;
-      if (*demand == transaction_demand::required && facts.is_async)
-        out.push_back(error_at(value_start(*transaction),
-                               "transaction \"required\" is not available for a coroutine yet: the transaction "
-                               "would have to be carried across its suspensions; begin it in the coroutine and "
-                               "leave transaction unset"));
     } else {
       out.push_back(error_at(value_start(*transaction), "unknown transaction \"" + transaction->value +
                                                             "\"; expected \"caller\" or \"required\""));
     }
+  }
+
+  // completion: the runtime's parser.
+  if (const raw_argument* completion = find("completion"); completion && !completion->value.empty()) {
+    if (auto mode = parse_completion_mode(completion->value)) {
+      spec.options.completion = *mode;
+      if (*mode == completion_mode::join_transaction && facts.is_async && !facts.http_endpoint &&
+          spec.transaction != transaction_demand::required)
+        out.push_back(error_at(value_start(*completion),
+                               "completion \"join-transaction\" on a coroutine needs transaction = \"required\": a "
+                               "transaction bound to a thread does not survive a co_await, so a coroutine can join "
+                               "only the transaction its wrapper begins and carries; or use \"autonomous\""));
+    } else
+      out.push_back(error_at(value_start(*completion), "unknown completion mode \"" + completion->value +
+                                                           "\"; expected \"autonomous\" or \"join-transaction\""));
   }
 
   // codec: required exactly when there is a value to replay (the type itself is checked by Sema).

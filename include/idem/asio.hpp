@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -323,29 +324,50 @@ auto async_execute(engine& eng, const context& ctx, transaction& tx, Action&& ac
                                       std::forward<CompletionToken>(token));
 }
 
-// idem::run_guarded_async<F>(engine, ctx, action)
+// idem::run_guarded_async<F>(engine, transactions, ctx, action)
 //
 // What a generated idem::guarded<C> returns for its annotated coroutine F (a method returning
 // boost::asio::awaitable<T>): a coroutine that runs `action` (which returns C's own coroutine) at
 // most once for `ctx` (idem::guarded_context<F>, computed by the wrapper before anything suspends)
 // and produces its value, or on a duplicate the first value decoded by policy<F>'s codec. An
-// in-flight answer is handled as idem::run_guarded handles it.
+// in-flight answer is handled as idem::run_guarded handles it. For F annotated with
+// transaction = "required", `transactions` (then not null) begins a transaction bound to no thread
+// when the coroutine starts (transaction_source::begin_unbound), which the call takes part in as
+// idem::async_execute's explicit transaction; it commits once the call produced its value and rolls
+// back when it throws. A thread-bound transaction of the caller does not survive a suspension, so
+// a coroutine never joins one.
 template <auto F, class Action>
-detail::result_of<F> run_guarded_async(engine& eng, context ctx, Action action) {
+detail::result_of<F> run_guarded_async(engine& eng, transaction_source* transactions, context ctx, Action action) {
   using coroutine = detail::result_of<F>;
   using T = typename detail::asio::action_traits<coroutine>::value_type;
-  return [](engine& e, context c, Action a) -> coroutine {
+  return [](engine& e, transaction_source* source, context c, Action a) -> coroutine {
+    std::unique_ptr<opened_transaction> opened;
+    if constexpr (detail::transaction_demand_of<policy<F>>() == transaction_demand::required) {
+      if (source == nullptr)
+        throw configuration_error(std::string(policy<F>::function) +
+                                  " is annotated with transaction = \"required\", but no idem::transaction_source "
+                                  "was given to begin its transaction");
+      opened = source->begin_unbound();
+    }
+    // The call, in the opened transaction when there is one.
+    const auto call = [&](auto&&... codec) {
+      if (opened)
+        return async_execute(e, c, opened->get(), std::move(a), codec..., boost::asio::use_awaitable);
+      return async_execute(e, c, std::move(a), codec..., boost::asio::use_awaitable);
+    };
     if constexpr (std::is_void_v<T>) {
-      outcome<void> result = co_await async_execute(e, c, std::move(a), boost::asio::use_awaitable);
+      outcome<void> result = co_await call();
+      if (opened) opened->commit();
       if (const auto* busy = std::get_if<in_flight>(&result)) map_in_flight(e, c, *busy);
     } else {
       using codec = typename policy<F>::codec;
-      outcome<T> result = co_await async_execute(e, c, std::move(a), codec{}, boost::asio::use_awaitable);
+      outcome<T> result = co_await call(codec{});
+      if (opened) opened->commit();
       if (auto* ran = std::get_if<executed<T>>(&result)) co_return std::move(ran->value);
       if (auto* replay = std::get_if<replayed<T>>(&result)) co_return std::move(replay->value);
       detail::refuse_in_flight(e, c, std::get<in_flight>(result));
     }
-  }(eng, std::move(ctx), std::move(action));
+  }(eng, transactions, std::move(ctx), std::move(action));
 }
 
 }  // namespace idem

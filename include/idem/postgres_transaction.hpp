@@ -16,6 +16,8 @@
 // store's own connection, and a rollback releases it.
 #pragma once
 
+#include <optional>
+
 #include <idem/transaction.hpp>
 
 // libpq's connection type, declared the way <libpq-fe.h> declares it, so that this header does not
@@ -35,6 +37,8 @@ class postgres_transaction final : public basic_transaction {
   // configuration_error if `connection` is null, not connected or already inside a transaction,
   // and store_unavailable_error if BEGIN fails.
   explicit postgres_transaction(PGconn* connection);
+  // The same, bound to no thread: for a coroutine, which hands it to idem::async_execute.
+  postgres_transaction(PGconn* connection, unbound_t);
   // Rolls back if neither commit() nor rollback() ran. Never throws.
   ~postgres_transaction() override;
   postgres_transaction(const postgres_transaction&) = delete;
@@ -59,7 +63,7 @@ class postgres_transaction final : public basic_transaction {
   static PGconn* begin(PGconn* connection);
 
   PGconn* connection_;
-  transaction_binding binding_;
+  std::optional<transaction_binding> binding_;  // empty when unbound
   // The postgres_store (its instance number) that last found this connection on its table: the
   // connection cannot change server or database while the transaction lives, so that store's later
   // checks of the same transaction skip the round trip. 0 = none yet.

@@ -14,6 +14,8 @@
 // the store's connection first), see docs/stores/sqlite.md.
 #pragma once
 
+#include <optional>
+
 #include <idem/transaction.hpp>
 
 struct sqlite3;
@@ -30,6 +32,8 @@ class sqlite_transaction final : public basic_transaction {
   // Runs BEGIN on `db`. Throws configuration_error if `db` is null or already inside a
   // transaction, store_unavailable_error if BEGIN fails.
   explicit sqlite_transaction(sqlite3* db);
+  // The same, bound to no thread: for a coroutine, which hands it to idem::async_execute.
+  sqlite_transaction(sqlite3* db, unbound_t);
   // Rolls back if still active and runs the after_rollback callbacks. Never throws.
   ~sqlite_transaction() override;
   sqlite_transaction(const sqlite_transaction&) = delete;
@@ -54,7 +58,7 @@ class sqlite_transaction final : public basic_transaction {
 
  private:
   sqlite3* db_;
-  transaction_binding binding_;
+  std::optional<transaction_binding> binding_;  // empty when unbound
 };
 
 // idem::sqlite_transaction_source

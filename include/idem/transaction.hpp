@@ -105,13 +105,24 @@ class basic_transaction : public transaction {
   std::vector<std::function<void()>> on_rollback_;
 };
 
+// idem::unbound
+//
+// Constructs one of idem's RAII transactions without binding it to the calling thread, for a
+// coroutine that carries it across its suspensions and hands it to idem::async_execute itself.
+struct unbound_t {
+  explicit unbound_t() = default;
+};
+inline constexpr unbound_t unbound{};
+
 // idem::opened_transaction
 //
-// A transaction that a transaction_source began for one call, bound to the calling thread while
-// it lives. Destroying it without commit() rolls it back.
+// A transaction that a transaction_source began for one call (bound to the calling thread while
+// it lives, unless begun unbound). Destroying it without commit() rolls it back.
 class opened_transaction {
  public:
   virtual ~opened_transaction() = default;
+  // The transaction, as the engine sees it.
+  virtual transaction& get() noexcept = 0;
   // Commits, running the engine's before-commit checks first; throws what the transaction's own
   // commit throws (the transaction has then rolled back, or its outcome is unknown).
   virtual void commit() = 0;
@@ -131,14 +142,19 @@ class transaction_source {
   // until it ends). Throws what beginning throws (configuration_error for a connection that
   // cannot begin one, store_unavailable_error when BEGIN fails).
   [[nodiscard]] virtual std::unique_ptr<opened_transaction> begin() = 0;
+  // Begins a transaction bound to no thread, for a coroutine method (its idem::guarded<C> wrapper
+  // hands it to idem::async_execute across its suspensions). The default throws
+  // configuration_error: a source whose transactions always bind themselves cannot serve one.
+  [[nodiscard]] virtual std::unique_ptr<opened_transaction> begin_unbound();
 };
 
 // idem::basic_transaction_source<Tx, Connection>
 //
 // A transaction_source that constructs a Tx on `connection` for each call:
 // idem::sqlite_transaction_source and idem::postgres_transaction_source are two. Tx is an RAII
-// transaction that binds itself to its thread: constructible from Connection, with commit(), and
-// a destructor that rolls back when commit() did not run.
+// transaction derived from idem::transaction that binds itself to its thread: constructible from
+// Connection (and, to serve coroutine methods, from Connection and idem::unbound), with commit(),
+// and a destructor that rolls back when commit() did not run.
 template <class Tx, class Connection>
 class basic_transaction_source final : public transaction_source {
  public:
@@ -147,13 +163,22 @@ class basic_transaction_source final : public transaction_source {
 
   [[nodiscard]] std::unique_ptr<opened_transaction> begin() override { return std::make_unique<opened>(connection_); }
 
+  [[nodiscard]] std::unique_ptr<opened_transaction> begin_unbound() override {
+    if constexpr (std::is_constructible_v<Tx, const Connection&, unbound_t>)
+      return std::make_unique<opened>(connection_, unbound);
+    else
+      return transaction_source::begin_unbound();
+  }
+
   // The connection each transaction begins on.
   const Connection& connection() const noexcept { return connection_; }
 
  private:
   class opened final : public opened_transaction {
    public:
-    explicit opened(const Connection& connection) : tx_(connection) {}
+    template <class... Args>
+    explicit opened(const Args&... args) : tx_(args...) {}
+    transaction& get() noexcept override { return tx_; }
     void commit() override { tx_.commit(); }
 
    private:

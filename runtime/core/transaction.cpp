@@ -51,6 +51,12 @@ std::string_view to_string(transaction_demand demand) noexcept {
   return demand == transaction_demand::caller ? "caller" : "required";
 }
 
+std::unique_ptr<opened_transaction> transaction_source::begin_unbound() {
+  throw configuration_error(
+      "this idem::transaction_source cannot begin a transaction bound to no thread, which a coroutine method "
+      "annotated with transaction = \"required\" needs: construct its transactions with idem::unbound");
+}
+
 std::unique_ptr<opened_transaction> detail::open_unless_active(transaction_source* source,
                                                                std::string_view function) {
   if (const transaction* tx = current_transaction(); tx != nullptr && tx->active()) return nullptr;

@@ -31,7 +31,11 @@ PGconn* postgres_transaction::begin(PGconn* connection) {
   return connection;
 }
 
-postgres_transaction::postgres_transaction(PGconn* connection) : connection_(begin(connection)), binding_(*this) {}
+postgres_transaction::postgres_transaction(PGconn* connection) : postgres_transaction(connection, unbound) {
+  binding_.emplace(*this);
+}
+
+postgres_transaction::postgres_transaction(PGconn* connection, unbound_t) : connection_(begin(connection)) {}
 
 postgres_transaction::~postgres_transaction() {
   rollback();

@@ -15,7 +15,9 @@ std::string sqlite_reason(sqlite3* db, int rc) {
 
 }  // namespace
 
-sqlite_transaction::sqlite_transaction(sqlite3* db) : db_(db), binding_(*this) {
+sqlite_transaction::sqlite_transaction(sqlite3* db) : sqlite_transaction(db, unbound) { binding_.emplace(*this); }
+
+sqlite_transaction::sqlite_transaction(sqlite3* db, unbound_t) : db_(db) {
   if (db_ == nullptr) throw configuration_error("sqlite_transaction: the connection is null");
   if (sqlite3_get_autocommit(db_) == 0)
     throw configuration_error("sqlite_transaction: the connection is already inside a transaction");

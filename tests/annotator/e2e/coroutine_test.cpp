@@ -3,7 +3,9 @@
 // value replayed through the codec.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -64,4 +66,40 @@ TEST_CASE("the key is computed before the wrapper suspends: the argument may be 
   io.run();
   CHECK(payments.charges == 1);
   CHECK(payments.logged == "paid o-2;");
+}
+
+TEST_CASE("a coroutine in a required transaction: begun unbound, committed after it, rolled back when it throws",
+          "[annotator][e2e][async][transaction]") {
+  idem::memory_store store;
+  idem::engine engine{store};
+  journal::book b;
+  journal::transaction_source transactions{&b};
+  idem::guarded<shop::Tab> tab{engine, transactions, &b};
+  asio::io_context io;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const int first = co_await tab.add(3);
+        CHECK(first == 30);
+        CHECK(b.entries == std::vector<int>{3});
+        CHECK(idem::current_transaction() == nullptr);  // never bound to the thread
+        const int again = co_await tab.add(3);          // replayed, in a transaction that writes nothing
+        CHECK(again == 30);
+        CHECK(b.entries == std::vector<int>{3});
+        for (int attempt = 0; attempt < 2; ++attempt) {
+          bool declined = false;
+          try {
+            (void)co_await tab.add(-1);
+          } catch (const std::runtime_error&) {
+            declined = true;
+          }
+          CHECK(declined);
+        }
+      },
+      asio::detached);
+  io.run();
+  CHECK(b.entries == std::vector<int>{3});  // the declined writes rolled back
+  CHECK(b.begun == 4);
+  CHECK(tab.adds == 3);  // the declined key was freed: its retry ran again
+  CHECK(b.open == nullptr);
 }

@@ -2,6 +2,7 @@
 // idem::async_execute (coroutine_test.cpp).
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
@@ -10,6 +11,8 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <idem/json_codec.hpp>
+
+#include "journal_book.hpp"
 
 namespace shop {
 
@@ -40,6 +43,30 @@ class Payments {
 
   int charges = 0;
   std::string logged;
+};
+
+// A coroutine in a transaction its wrapper begins (bound to no thread) and commits.
+class Tab {
+ public:
+  explicit Tab(journal::book* b) : book_(b) {}
+  virtual ~Tab() = default;
+
+  // Writes `id` in the transaction open on the book, suspends, then answers (or throws after the
+  // write when `id` is negative).
+  [[idem::idempotent(key = "id", transaction = "required", codec = "idem::json_codec")]]
+  virtual boost::asio::awaitable<int> add(int id) {
+    ++adds;
+    journal::open_on(*book_).write(id);
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    if (id < 0) throw std::runtime_error("declined");
+    co_return id * 10;
+  }
+
+  int adds = 0;
+
+ private:
+  journal::book* book_;
 };
 
 }  // namespace shop

@@ -4,4 +4,4 @@
 
 #include "journal.idem.hpp"
 
-void invoke_without_source(idem::engine& engine) { idem::invoke<&journal::append_entry>(engine, 7); }
+void invoke_without_source(idem::engine& engine, journal::book& b) { idem::invoke<&journal::append_entry>(engine, b, 7); }

@@ -16,7 +16,7 @@ TEST_CASE("a required method runs in a transaction its wrapper begins and commit
   idem::engine engine{store};
   book b;
   journal::transaction_source transactions{&b};
-  idem::guarded<journal::Journal> log{engine, transactions};
+  idem::guarded<journal::Journal> log{engine, transactions, &b};
 
   log.append(1);
   CHECK(b.entries == std::vector<int>{1});
@@ -38,7 +38,7 @@ TEST_CASE("a required method joins the transaction its caller has active", "[ann
   idem::engine engine{store};
   book b;
   journal::transaction_source transactions{&b};
-  idem::guarded<journal::Journal> log{engine, transactions};
+  idem::guarded<journal::Journal> log{engine, transactions, &b};
   {
     journal::transaction tx{&b};
     log.append(3);
@@ -57,7 +57,7 @@ TEST_CASE("an inherited required method needs the source too", "[annotator][e2e]
   idem::engine engine{store};
   book b;
   journal::transaction_source transactions{&b};
-  idem::guarded<journal::AuditedJournal> log{engine, transactions};
+  idem::guarded<journal::AuditedJournal> log{engine, transactions, &b};
   log.append(5);
   log.append(5);
   CHECK(b.entries == std::vector<int>{5});
@@ -70,8 +70,8 @@ TEST_CASE("idem::invoke takes the source first for a free function that requires
   idem::engine engine{store};
   book b;
   journal::transaction_source transactions{&b};
-  idem::invoke<&journal::append_entry>(engine, transactions, 7);
-  idem::invoke<&journal::append_entry>(engine, transactions, 7);
+  idem::invoke<&journal::append_entry>(engine, transactions, b, 7);
+  idem::invoke<&journal::append_entry>(engine, transactions, b, 7);
   CHECK(b.entries == std::vector<int>{7});
   CHECK(idem::current_transaction() == nullptr);
 }
