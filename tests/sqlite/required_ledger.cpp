@@ -8,6 +8,7 @@
 namespace ledger_test {
 
 long sqlite_ledger::post(const entry& e) {
+  if (before_write) before_write();
   sqlite3_stmt* insert = nullptr;
   if (sqlite3_prepare_v2(db_, "INSERT INTO entries (id, amount) VALUES (?1, ?2)", -1, &insert, nullptr) != SQLITE_OK)
     throw std::runtime_error(std::string("prepare: ") + sqlite3_errmsg(db_));

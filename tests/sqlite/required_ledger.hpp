@@ -27,7 +27,8 @@ class sqlite_ledger {
                      lease = "PT1S", waitTimeout = "PT0S", codec = "idem::json_codec")]]
   virtual long post(const entry& e);
 
-  // Runs after post()'s write and before it returns (or throws), inside its transaction.
+  // Run inside post()'s transaction: before its write, and after it (before it returns or throws).
+  std::function<void()> before_write;
   std::function<void()> after_write;
 
  private:

@@ -18,6 +18,7 @@
 #include "required_ledger.idem.hpp"
 #include "sqlite_test_support.hpp"
 #include "support/eventually.hpp"
+#include "support/faulty_store.hpp"
 
 using namespace std::chrono_literals;
 using idem::sqlite_test::exec;
@@ -118,6 +119,30 @@ TEST_CASE("a duplicate while the required transaction is open is answered in fli
   CHECK(ledger.post(e) == 4);
   CHECK(in_flight);
   CHECK(s.entries() == 1);
+}
+
+TEST_CASE("a holder paused past its lease cannot commit its required transaction", "[sqlite][transaction]") {
+  const auto path = idem::sqlite_test::fresh_db_path("required-paused");
+  idem::sqlite_store real(idem::sqlite_test::options_for(path));
+  idem::test::faulty_store store(real);
+  store.before_extend = [](const idem::identity&) { return false; };  // the holder's process is paused
+  idem::engine engine(store);
+  auto db = open_connection(path);
+  exec(db.get(), "CREATE TABLE entries (id TEXT PRIMARY KEY, amount INTEGER)");
+  idem::sqlite_transaction_source transactions{db.get()};
+  idem::guarded<ledger_test::sqlite_ledger> ledger{engine, transactions, db.get()};
+  const ledger_test::entry e{.id = "entry-6", .amount = 8};
+
+  // While the holder is paused (before its write: once it wrote, its transaction holds the file's
+  // write lock), its lease (1 s) lapses and another caller takes the record over.
+  ledger.before_write = [&] {
+    const auto ctx = engine.make_context("sqlite_ledger.post", e.id, {.lease = 30s, .wait = 0ms});
+    REQUIRE(idem::test::eventually([&] { return std::holds_alternative<idem::acquired>(real.try_acquire(ctx)); }, 10s));
+  };
+  CHECK_THROWS_AS(ledger.post(e), idem::lease_lost_error);
+  CHECK(idem::current_transaction() == nullptr);
+  CHECK(query_int(db.get(), "SELECT count(*) FROM entries") == 0);  // its write rolled back
+  CHECK_FALSE(recorded(real, e));
 }
 
 TEST_CASE("a process killed between its write and its commit leaves neither, and the key recovers",
