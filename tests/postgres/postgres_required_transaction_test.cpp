@@ -46,61 +46,62 @@ bool recorded(idem::store& store, const ledger_test::pg_entry& e) {
 
 ledger_test::pg_entry fresh_entry(long amount) { return {.id = idem::pg_test::unique_name("entry"), .amount = amount}; }
 
+// A store, an engine, the application's connection with a table of its own, and the ledger
+// guarded on that connection.
+struct setup {
+  explicit setup(const char* hint)
+      : store((idem::pg_test::ensure_schema(), idem::pg_test::store_options(hint))),
+        engine(store),
+        table(fresh_table(db)),
+        transactions(db.get()),
+        ledger(engine, transactions, db.get(), table) {}
+  long long entries() { return rows(db, table); }
+
+  idem::postgres_store store;
+  idem::engine engine;
+  raw_connection db;
+  std::string table;
+  idem::postgres_transaction_source transactions;
+  idem::guarded<ledger_test::postgres_ledger> ledger;
+};
+
 }  // namespace
 
 TEST_CASE("a required transaction commits the business write and the record together", "[postgres][transaction]") {
-  idem::pg_test::ensure_schema();
-  idem::postgres_store store(idem::pg_test::store_options("required-commit"));
-  idem::engine engine(store);
-  raw_connection db;
-  const std::string table = fresh_table(db);
-  idem::postgres_transaction_source transactions{db.get()};
-  idem::guarded<ledger_test::postgres_ledger> ledger{engine, transactions, db.get(), table};
+  setup s("required-commit");
   const auto e = fresh_entry(5);
 
-  CHECK(ledger.post(e) == 5);
+  CHECK(s.ledger.post(e) == 5);
   CHECK(idem::current_transaction() == nullptr);  // begun and ended by the wrapper
-  CHECK(rows(db, table) == 1);
-  CHECK(recorded(store, e));
-  CHECK(ledger.post({.id = e.id, .amount = 9}) == 5);  // a redelivery: the first result, no write
-  CHECK(rows(db, table) == 1);
+  CHECK(s.entries() == 1);
+  CHECK(recorded(s.store, e));
+  CHECK(s.ledger.post({.id = e.id, .amount = 9}) == 5);  // a redelivery: the first result, no write
+  CHECK(s.entries() == 1);
 }
 
 TEST_CASE("a required transaction rolls back the write and frees the key when the method throws",
           "[postgres][transaction]") {
-  idem::pg_test::ensure_schema();
-  idem::postgres_store store(idem::pg_test::store_options("required-rollback"));
-  idem::engine engine(store);
-  raw_connection db;
-  const std::string table = fresh_table(db);
-  idem::postgres_transaction_source transactions{db.get()};
-  idem::guarded<ledger_test::postgres_ledger> ledger{engine, transactions, db.get(), table};
+  setup s("required-rollback");
   auto e = fresh_entry(7);
 
   e.decline = true;
-  CHECK_THROWS_WITH(ledger.post(e), "declined");
+  CHECK_THROWS_WITH(s.ledger.post(e), "declined");
   CHECK(idem::current_transaction() == nullptr);
-  CHECK(rows(db, table) == 0);
+  CHECK(s.entries() == 0);
   e.decline = false;
-  CHECK(ledger.post(e) == 7);  // the key was released: a retry runs
-  CHECK(rows(db, table) == 1);
+  CHECK(s.ledger.post(e) == 7);  // the key was released: a retry runs
+  CHECK(s.entries() == 1);
 }
 
 TEST_CASE("a duplicate while the required transaction is open is answered in flight", "[postgres][transaction]") {
-  idem::pg_test::ensure_schema();
-  idem::postgres_store store(idem::pg_test::store_options("required-duplicate"));
-  idem::engine engine(store);
-  raw_connection db;
-  const std::string table = fresh_table(db);
-  idem::postgres_transaction_source transactions{db.get()};
-  idem::guarded<ledger_test::postgres_ledger> ledger{engine, transactions, db.get(), table};
+  setup s("required-duplicate");
   raw_connection other_db;
   idem::postgres_transaction_source other_transactions{other_db.get()};
-  idem::guarded<ledger_test::postgres_ledger> other{engine, other_transactions, other_db.get(), table};
+  idem::guarded<ledger_test::postgres_ledger> other{s.engine, other_transactions, other_db.get(), s.table};
   const auto e = fresh_entry(4);
 
   bool in_flight = false;
-  ledger.after_write = [&] {
+  s.ledger.after_write = [&] {
     std::async(std::launch::async, [&] {
       try {
         (void)other.post(e);
@@ -109,9 +110,9 @@ TEST_CASE("a duplicate while the required transaction is open is answered in fli
       }
     }).get();
   };
-  CHECK(ledger.post(e) == 4);
+  CHECK(s.ledger.post(e) == 4);
   CHECK(in_flight);
-  CHECK(rows(db, table) == 1);
+  CHECK(s.entries() == 1);
 }
 
 TEST_CASE("a holder paused past its lease cannot commit its required transaction", "[postgres][transaction]") {
