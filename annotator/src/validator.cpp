@@ -66,9 +66,9 @@ std::optional<std::chrono::milliseconds> check_duration(const raw_argument& argu
                            "invalid " + std::string(what) + " \"" + argument.value + "\": " + std::string(parsed.message)));
     return std::nullopt;
   }
-  if (std::string problem = duration_problem(field, parsed.value); !problem.empty()) {
+  if (const std::string_view problem = duration_problem(field, parsed.value); !problem.empty()) {
     out.push_back(error_at(value_start(argument), std::string(what) + " \"" + argument.value + "\" is too short: " +
-                                                      problem));
+                                                      std::string(problem)));
     return std::nullopt;
   }
   return parsed.value;

@@ -41,7 +41,24 @@ enum class duration_field {
 // Empty if `value` is within the bounds of `field`, otherwise the rule it breaks, as a clause
 // such as "a result must stay replayable for at least 1 ms". Used by contexts, the configuration,
 // the engine's startup checks and idem-annotate: one place for the bounds and their wording.
-[[nodiscard]] std::string duration_problem(duration_field field, std::chrono::milliseconds value);
+// Inline: every call's context is checked against it, twice.
+[[nodiscard]] constexpr std::string_view duration_problem(duration_field field, std::chrono::milliseconds value) noexcept {
+  switch (field) {
+    case duration_field::ttl:
+      if (value < min_ttl) return "a result must stay replayable for at least 1 ms";
+      break;
+    case duration_field::lease:
+      if (value < min_lease) return "it must be at least 2 ms because the heartbeat renews it every lease/2";
+      break;
+    case duration_field::wait:
+      if (value < std::chrono::milliseconds::zero()) return "it must not be negative; use PT0S not to block";
+      break;
+    case duration_field::interval:
+      if (value < std::chrono::milliseconds::zero()) return "it must not be negative; use PT0S to turn it off";
+      break;
+  }
+  return {};
+}
 inline constexpr std::size_t min_fingerprint_length = 16;
 inline constexpr std::size_t max_fingerprint_length = 128;  // a SHA-256 in hex is 64
 

@@ -27,7 +27,7 @@ void config::validate() const {
                           {"default_wait", duration_field::wait, default_wait, "PT10S"},
                           {"purge_interval", duration_field::interval, purge_interval, "PT1H"}};
   for (const bound& b : bounds)
-    if (std::string problem = duration_problem(b.field, b.value); !problem.empty())
+    if (const std::string_view problem = duration_problem(b.field, b.value); !problem.empty())
       throw configuration_error(fmt::format("config {} is {}: {}; for example \"{}\"", b.name,
                                             format_duration(b.value), problem, b.example));
 }

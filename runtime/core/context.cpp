@@ -24,24 +24,6 @@ std::string_view to_string(completion_mode mode) noexcept {
   return mode == completion_mode::autonomous ? "autonomous" : "join-transaction";
 }
 
-std::string duration_problem(duration_field field, std::chrono::milliseconds value) {
-  switch (field) {
-    case duration_field::ttl:
-      if (value < min_ttl) return "a result must stay replayable for at least 1 ms";
-      break;
-    case duration_field::lease:
-      if (value < min_lease) return "it must be at least 2 ms because the heartbeat renews it every lease/2";
-      break;
-    case duration_field::wait:
-      if (value < std::chrono::milliseconds::zero()) return "it must not be negative; use PT0S not to block";
-      break;
-    case duration_field::interval:
-      if (value < std::chrono::milliseconds::zero()) return "it must not be negative; use PT0S to turn it off";
-      break;
-  }
-  return {};
-}
-
 void context::validate() const {
   // Rendering the record hashes the key: do it only on the error paths.
   const auto record = [this] { return id.to_string(); };
@@ -49,7 +31,7 @@ void context::validate() const {
       {duration_field::ttl, ttl}, {duration_field::lease, lease}, {duration_field::wait, wait}};
   static constexpr std::string_view names[] = {"ttl", "lease", "wait"};
   for (const auto& [field, value] : durations)
-    if (std::string problem = duration_problem(field, value); !problem.empty())
+    if (const std::string_view problem = duration_problem(field, value); !problem.empty())
       throw configuration_error(fmt::format("{} of {} is {}: {}", names[static_cast<int>(field)], record(),
                                             format_duration(value), problem));
   if (fingerprint) {

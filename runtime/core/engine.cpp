@@ -143,7 +143,7 @@ void engine::check_policy(const detail::policy_info& policy) const {
       {"waitTimeout", duration_field::wait, o.wait}};
   for (const auto& [name, field, value] : durations)
     if (value)
-      if (std::string problem = duration_problem(field, *value); !problem.empty())
+      if (const std::string_view problem = duration_problem(field, *value); !problem.empty())
         throw configuration_error(fmt::format("{} on {} is {}: {}", name, where, format_duration(*value), problem));
   const completion_mode mode = o.completion.value_or(core_->config_.default_completion);
   if (mode == completion_mode::join_transaction && !store_.supports_transactional_completion())

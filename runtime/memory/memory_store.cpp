@@ -84,19 +84,28 @@ struct hashed_key {
   std::size_t hash;
 };
 
+// The hash of a composite key, computed once per operation (std::hash of a string).
+std::size_t hash_of(std::string_view text) noexcept { return std::hash<std::string_view>{}(text); }
+
+// A record's key in its shard's map, carrying the hash computed when it was claimed: inserting it
+// and rehashing the map never hash the text again.
+struct stored_key {
+  std::string text;
+  std::size_t hash;
+};
+
 struct key_hash {
   using is_transparent = void;
-  // Deliberately not noexcept: libstdc++ then caches each node's hash, which keeps bucket scans
-  // and rehashing from hashing stored keys again.
-  std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
-  std::size_t operator()(const hashed_key& key) const { return key.hash; }
+  // noexcept and cheap, so libstdc++ does not cache a second copy of the hash in each node.
+  std::size_t operator()(const stored_key& key) const noexcept { return key.hash; }
+  std::size_t operator()(const hashed_key& key) const noexcept { return key.hash; }
 };
 
 struct key_equal {
   using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const noexcept { return a == b; }
-  bool operator()(const hashed_key& a, std::string_view b) const noexcept { return a.text == b; }
-  bool operator()(std::string_view a, const hashed_key& b) const noexcept { return a == b.text; }
+  bool operator()(const stored_key& a, const stored_key& b) const noexcept { return a.text == b.text; }
+  bool operator()(const hashed_key& a, const stored_key& b) const noexcept { return a.text == b.text; }
+  bool operator()(const stored_key& a, const hashed_key& b) const noexcept { return a.text == b.text; }
 };
 
 enum class lease_lost_reason { absent, complete, other_token };
@@ -180,7 +189,7 @@ struct memory_store::waiter {
 
 struct alignas(64) memory_store::shard {
   std::mutex mutex;
-  std::unordered_map<std::string, detail::memory_record, key_hash, key_equal> records;
+  std::unordered_map<stored_key, detail::memory_record, key_hash, key_equal> records;
   std::vector<std::shared_ptr<waiter>> waiters;  // guarded by `mutex`
 };
 
@@ -266,7 +275,7 @@ bool look(Records& records, const hashed_key& key, const context& ctx, steady::t
   auto it = records.find(key);
   if (it == records.end()) {
     const lease_token token = lease_token::generate();
-    records.try_emplace(std::string(key.text)).first->second.acquire(ctx, token, now);
+    records.try_emplace(stored_key{std::string(key.text), key.hash}).first->second.acquire(ctx, token, now);
     out = acquired{token};
     return true;
   }
@@ -373,7 +382,7 @@ bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
                                 detail::function_ref<async_handler<acquire_result>()> make_handler,
                                 acquire_result& answered) {
   const composite_key composite(ctx.id);
-  const hashed_key key{composite.view(), key_hash{}(composite.view())};
+  const hashed_key key{composite.view(), hash_of(composite.view())};
   shard& s = shard_for(key.hash);
   std::shared_ptr<waiter> refused;  // cancelled before it could wait
   {
@@ -453,7 +462,7 @@ void memory_store::async_try_acquire(const context& ctx, cancellation* cancel, a
 void memory_store::complete(const identity& id, const lease_token& token, const payload& value,
                             std::chrono::milliseconds ttl) {
   const composite_key composite(id);
-  const hashed_key key{composite.view(), key_hash{}(composite.view())};
+  const hashed_key key{composite.view(), hash_of(composite.view())};
   shard& s = shard_for(key.hash);
 
   // Copied before locking: a large body does not lengthen the critical section.
@@ -485,7 +494,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
 
 void memory_store::release(const identity& id, const lease_token& token) {
   const composite_key composite(id);
-  const hashed_key key{composite.view(), key_hash{}(composite.view())};
+  const hashed_key key{composite.view(), hash_of(composite.view())};
   shard& s = shard_for(key.hash);
 
   std::optional<lease_lost_reason> lost;
@@ -532,7 +541,7 @@ void memory_store::async_release(const identity& id, const lease_token& token, a
 
 bool memory_store::extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) {
   const composite_key composite(id);
-  const hashed_key key{composite.view(), key_hash{}(composite.view())};
+  const hashed_key key{composite.view(), hash_of(composite.view())};
   shard& s = shard_for(key.hash);
 
   std::lock_guard lock(s.mutex);
