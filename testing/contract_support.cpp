@@ -16,6 +16,7 @@ namespace idem::contract {
 namespace {
 
 std::atomic<bool> exclusive_backend{false};
+std::atomic<bool> expiring_backend{false};
 
 std::string where_text(const std::source_location& where) {
   return std::string(where.file_name()) + ":" + std::to_string(where.line());
@@ -55,6 +56,8 @@ std::string fingerprint(char digit) { return std::string(64, digit); }
 
 void set_backend_exclusive(bool exclusive) noexcept { exclusive_backend.store(exclusive); }
 bool backend_is_exclusive() noexcept { return exclusive_backend.load(); }
+void set_backend_expires_complete_records(bool expires) noexcept { expiring_backend.store(expires); }
+bool backend_expires_complete_records() noexcept { return expiring_backend.load(); }
 
 std::string describe(const idem::acquire_result& result) {
   return std::visit(

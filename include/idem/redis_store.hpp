@@ -67,7 +67,9 @@ struct redis_store_options {
   std::size_t pool_size = 16;                        // >= 1 command connections (per master in
                                                      // cluster mode), opened on demand; 1 = every
                                                      // thread pipelines on one
-  std::chrono::milliseconds retention_grace{60'000};  // >= 0: native expiry = logical expiry + this
+  std::chrono::milliseconds retention_grace{60'000};  // >= 0: an in-progress record's native expiry
+                                                     // = logical expiry + this (a complete one's is
+                                                     // its logical expiry)
   std::chrono::milliseconds fallback_recheck{50};    // >= 1 ms: a waiter's re-check period while
                                                      // the subscriber connection is down
   std::size_t purge_batch = 500;                     // >= 1: SCAN COUNT per page
@@ -151,9 +153,9 @@ class redis_store final : public store {
   // Scans at most purge_max_pages pages of purge_batch keys under `<prefix>rec:*` (on every
   // master in a cluster), continuing where the previous call stopped (a cursor is kept per node; a
   // full sweep may take several calls), and deletes the expired records idem owns; foreign keys
-  // are skipped. Records also carry a native
-  // Redis expiry (logical expiry + retention_grace), so Redis forgets them without purge. Calls
-  // are serialised with one another.
+  // are skipped. Records also carry a native Redis expiry (a complete record's is its logical
+  // expiry, an in-progress one's that plus retention_grace), so Redis forgets them without purge.
+  // Calls are serialised with one another.
   std::size_t purge_expired() override;
 
   std::string_view name() const noexcept override { return "redis_store"; }

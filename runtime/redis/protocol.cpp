@@ -433,7 +433,7 @@ redis_store::impl::acquire_request::acquire_request(const impl& d, const context
 redis_store::impl::complete_request::complete_request(const impl& d, const identity& id, const lease_token& token,
                                                       const payload& value, milliseconds ttl)
     : key(d.key_of(id)), chan(d.channel_for(key)), token_text(token.to_string()), ttl_ms(decimal_of(capped(ttl))),
-      encoded(rd::encode_payload(value)), complete_px(decimal_of(capped(ttl) + capped(d.options.retention_grace))),
+      encoded(rd::encode_payload(value)), complete_px(decimal_of(std::max(capped(ttl), milliseconds(1)))),
       keys{key}, args{token_text, ttl_ms, complete_px, encoded, chan, d.publish} {}
 
 redis_store::impl::release_request::release_request(const impl& d, const identity&, std::string record_key,

@@ -12,6 +12,7 @@ namespace idem::contract {
 
 std::unique_ptr<idem::store> make_store() {
   set_backend_exclusive(true);
+  set_backend_expires_complete_records(true);  // a complete record's native expiry is its ttl
   return entry_point(redis_test::fixture_store(redis_test::unique_prefix("contract")));
 }
 

@@ -9,6 +9,7 @@ namespace idem::contract {
 
 std::unique_ptr<idem::store> make_store() {
   set_backend_exclusive(true);
+  set_backend_expires_complete_records(true);  // a complete record's native expiry is its ttl
   static idem::cluster_test::cluster fixture{idem::cluster_test::cluster::fixture_tag{}};
   return entry_point(std::make_unique<idem::redis_store>(fixture.options(idem::cluster_test::unique_prefix("contract"))));
 }

@@ -191,13 +191,12 @@ TEST_CASE("purge and statistics cover every master") {
     auto ctx = make_context(id);
     ctx.ttl = 1ms;
     ctx.lease = 1ms;
-    auto acquired = store.try_acquire(ctx);
-    REQUIRE(std::holds_alternative<idem::acquired>(acquired));
-    store.complete(id, std::get<idem::acquired>(acquired).token, value_of("x"), 1ms);
+    // Abandoned claims: a complete record would expire natively at its ttl, before any purge.
+    REQUIRE(std::holds_alternative<idem::acquired>(store.try_acquire(ctx)));
     masters_used.insert(c.master_of(slot_of(store, id)).address);
   }
   REQUIRE(masters_used.size() == 3);
-  std::size_t purged = 0;  // the records' ttl of 1 ms must pass on Redis's clock first
+  std::size_t purged = 0;  // the records' ttl and lease of 1 ms must pass on Redis's clock first
   CHECK(eventually([&] { return (purged += store.purge_expired()) == 60; }, 10s));
   CHECK(purged == 60);
   for (const std::string& address : masters_used) CHECK(c.count_keys(address, options.prefix + "*") == 0);
@@ -503,6 +502,13 @@ TEST_CASE("the documented ACL of cluster mode is enough for the whole lifecycle"
       } else {
         store.release(id, token);
       }
+    }
+    // Purge under the ACL: claims abandoned past their lease and ttl (complete records expire
+    // natively at their ttl and leave purge nothing).
+    for (int i = 0; i < 6; ++i) {
+      idem::context abandoned{.id = {"Acl.abandoned", "k" + std::to_string(i)}, .ttl = 1ms, .lease = 2ms, .wait = 0ms};
+      abandoned.validate();
+      REQUIRE(std::holds_alternative<idem::acquired>(store.try_acquire(abandoned)));
     }
     std::size_t purged = 0;
     CHECK(eventually([&] { return (purged += store.purge_expired()) == 6; }, 10s));

@@ -8,7 +8,8 @@
 --
 -- Times are Redis TIME in milliseconds since the epoch, durations milliseconds. An in-progress
 -- record expires at claimed at + ttl and its lease at lease from + lease (extend moves lease
--- from); a complete one expires at completed at + ttl. The fingerprint is hex, '-' for none; the
+-- from); a complete one expires at completed at + ttl, which is also its native expiry (SET PX
+-- ttl), so a complete record that GET returns is live. The fingerprint is hex, '-' for none; the
 -- token 32 hex digits, last, so a holder is recognised by the record's end. A value that does not
 -- start with "idem/" was not written by idem. One string (not a hash) keeps every script to one
 -- read and one write, and SET ... PX sets the native expiry in the same command.

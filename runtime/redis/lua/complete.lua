@@ -1,7 +1,8 @@
 -- complete.lua — in progress under the token -> complete.
--- KEYS[1] the record. ARGV: token, ttl ms, native expiry in ms (ttl + retention grace, computed by
--- the client), encoded payload, channel, the publish command (PUBLISH, or SPUBLISH in a Redis Cluster:
--- the channel shares the record's hash tag, so the script stays on one slot).
+-- KEYS[1] the record. ARGV: token, ttl ms, native expiry in ms (the ttl itself, at least 1: a
+-- complete record expires natively at its logical expiry, so a replay needs no clock read), encoded
+-- payload, channel, the publish command (PUBLISH, or SPUBLISH in a Redis Cluster: the channel shares
+-- the record's hash tag, so the script stays on one slot).
 -- Publishes "c <token> <record>": a waiter that saw this token hold the record takes the
 -- completion from the message, without another round trip.
 -- Answers 'OK <completed at> <stored fingerprint or ->' | 'MISSING' | 'DONE' | 'STOLEN' | a refusal.

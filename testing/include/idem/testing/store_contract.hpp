@@ -84,6 +84,13 @@ std::string fingerprint(char digit);
 void set_backend_exclusive(bool exclusive) noexcept;
 bool backend_is_exclusive() noexcept;
 
+// Whether the backend itself forgets a complete record when its ttl ends (Redis: the record's
+// native expiry is its ttl). Then purge_expired() finds no such record left to count, and the
+// contract checks that the record is gone instead. Off by default; declare it once, like
+// exclusivity.
+void set_backend_expires_complete_records(bool expires) noexcept;
+bool backend_expires_complete_records() noexcept;
+
 // A readable account of an acquire_result for failure messages.
 std::string describe(const idem::acquire_result& result);
 
