@@ -19,6 +19,7 @@
 #include "postgres_test_support.hpp"
 #include "required_ledger.idem.hpp"
 #include "support/faulty_store.hpp"
+#include "support/redelivery.hpp"
 
 using namespace std::chrono_literals;
 using idem::pg_test::raw_connection;
@@ -173,18 +174,9 @@ TEST_CASE("a process killed between its write and its commit leaves neither, and
   // The dead process's claim holds the key until its lease (1 s) lapses; then a redelivery runs.
   idem::postgres_transaction_source transactions{db.get()};
   idem::guarded<ledger_test::postgres_ledger> ledger{engine, transactions, db.get(), table};
-  long amount = 0;
-  REQUIRE(idem::test::eventually(
-      [&] {
-        try {
-          amount = ledger.post(e);
-          return true;
-        } catch (const idem::in_flight_error&) {
-          return false;
-        }
-      },
-      10s));
-  CHECK(amount == 6);
+  const auto amount = idem::test::redeliver_until_run([&] { return ledger.post(e); }, 10s);
+  REQUIRE(amount.has_value());
+  CHECK(*amount == 6);
   CHECK(rows(db, table) == 1);
   CHECK(recorded(store, e));
 }

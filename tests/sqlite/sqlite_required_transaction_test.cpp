@@ -17,7 +17,7 @@
 
 #include "required_ledger.idem.hpp"
 #include "sqlite_test_support.hpp"
-#include "support/eventually.hpp"
+#include "support/redelivery.hpp"
 #include "support/faulty_store.hpp"
 
 using namespace std::chrono_literals;
@@ -178,18 +178,9 @@ TEST_CASE("a process killed between its write and its commit leaves neither, and
   // The dead process's claim holds the key until its lease (1 s) lapses; then a redelivery runs.
   idem::sqlite_transaction_source transactions{db.get()};
   idem::guarded<ledger_test::sqlite_ledger> ledger{engine, transactions, db.get()};
-  long amount = 0;
-  REQUIRE(idem::test::eventually(
-      [&] {
-        try {
-          amount = ledger.post(e);
-          return true;
-        } catch (const idem::in_flight_error&) {
-          return false;
-        }
-      },
-      10s));
-  CHECK(amount == 6);
+  const auto amount = idem::test::redeliver_until_run([&] { return ledger.post(e); }, 10s);
+  REQUIRE(amount.has_value());
+  CHECK(*amount == 6);
   CHECK(query_int(db.get(), "SELECT count(*) FROM entries") == 1);
   CHECK(recorded(store, e));
 }
