@@ -66,12 +66,12 @@ idem::context validated(idem::context ctx) {
 // Lets the lease or ttl of a record expire.
 void let_expire(milliseconds d) { std::this_thread::sleep_for(d); }
 
-// Checks a purge count: exactly `expected` when the backend belongs to this case alone, at least
-// `expected` when other cases may leave expired records in it.
 // How many of `n` complete records past their ttl purge_expired() still finds to delete: none
 // when the backend forgets them by itself.
 std::size_t purgeable_complete(std::size_t n) { return backend_expires_complete_records() ? 0 : n; }
 
+// Checks a purge count: exactly `expected` when the backend belongs to this case alone, at least
+// `expected` when other cases may leave expired records in it.
 void check_purged(std::size_t purged, std::size_t expected) {
   INFO("purge_expired() returned " << purged << ", this case expects " << expected
                                    << (backend_is_exclusive() ? " exactly" : " at least (shared backend)"));
