@@ -5,34 +5,32 @@
 -- Answers 'A' acquired | 'T' acquired by taking over a lapsed lease | the complete record itself (or 'D<remaining ttl> ' .. record) |
 -- 'B <remaining lease> <holder's token>' | 'M <stored fingerprint>' | a refusal of parse().
 local k = KEYS[1]
-local answer = 'A'
-local now, now_text
 local v = redis.pcall('GET', k)
-if v ~= false then
-  -- The hot path, a replay. A complete record expires natively at the end of its ttl (complete.lua),
-  -- so one that GET returns is live: no clock read. A malformed header is returned as it is, and the
-  -- client refuses it as corrupt.
-  if type(v) == 'string' and string.sub(v, 1, 9) == 'idem/2 c ' then
-    if ARGV[4] ~= '-' then
-      local fp = string.match(v, '^idem/2 c %d+ %d+ ([%x%-]+)\n')
-      if fp and fp ~= '-' and fp ~= ARGV[4] then return 'M ' .. fp end
-    end
-    if ARGV[6] == '1' then
-      local left = redis.call('PTTL', k)
-      if left > 0 then return 'D' .. left .. ' ' .. v end
-    end
-    return v
+-- The hot path, a replay. A complete record expires natively at the end of its ttl (complete.lua),
+-- so one that GET returns is live: no clock read. A malformed header is returned as it is, and the
+-- client refuses it as corrupt. (`v and` first: a claim finds no key, and skips the type test.)
+if v and type(v) == 'string' and string.sub(v, 1, 9) == 'idem/2 c ' then
+  if ARGV[4] ~= '-' then
+    local fp = string.match(v, '^idem/2 c %d+ %d+ ([%x%-]+)\n')
+    if fp and fp ~= '-' and fp ~= ARGV[4] then return 'M ' .. fp end
   end
+  if ARGV[6] == '1' then
+    local left = redis.call('PTTL', k)
+    if left > 0 then return 'D' .. left .. ' ' .. v end
+  end
+  return v
+end
+local now, now_text = now_ms()
+local answer = 'A'
+if v ~= false then
   local r, refusal = parse(v)
   if not r then return refusal end
   if r.st == 'p' then
     if r.tok == ARGV[1] then return 'A' end
-    now, now_text = now_ms()
     if r.lx > now then return 'B ' .. (r.lx - now) .. ' ' .. r.tok end
     answer = 'T'  -- the lease ran out: a steal
   end
 end
-if not now_text then now, now_text = now_ms() end
 redis.call('SET', k,
            'idem/2 p ' .. now_text .. ' ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' ..
                ARGV[1] .. '\n',
