@@ -18,23 +18,38 @@ timeval to_timeval(std::chrono::milliseconds d) {
   return tv;
 }
 
-void append_header(std::string& wire, char type, std::size_t n) {
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
-  wire += type;
-  wire.append(digits, end);
-  wire += "\r\n";
+// `<type><n>\r\n` at `out`; returns the end.
+char* put_header(char* out, char type, std::size_t n) {
+  *out++ = type;
+  out = std::to_chars(out, out + 20, n).ptr;
+  *out++ = '\r';
+  *out++ = '\n';
+  return out;
 }
+
+// The longest header: the type, 20 digits and CRLF.
+constexpr std::size_t max_header = 1 + 20 + 2;
 
 }  // namespace
 
 void command::append_to(std::string& wire) const {
-  append_header(wire, '*', args_.size());
-  for (std::size_t i = 0; i < args_.size(); ++i) {
-    append_header(wire, '$', lengths_[i]);
-    wire.append(args_[i], lengths_[i]);
-    wire += "\r\n";
+  // One resize to an upper bound, headers and bytes written in place, then cut to what was written:
+  // a handful of string appends per argument cost more than the bytes they copy.
+  const char* const* args = argv();
+  const std::size_t* lens = lengths();
+  std::size_t bound = max_header;
+  for (std::size_t i = 0; i < size_; ++i) bound += max_header + lens[i] + 2;
+  const std::size_t start = wire.size();
+  wire.resize(start + bound);
+  char* out = put_header(wire.data() + start, '*', size_);
+  for (std::size_t i = 0; i < size_; ++i) {
+    out = put_header(out, '$', lens[i]);
+    if (lens[i] != 0) std::memcpy(out, args[i], lens[i]);
+    out += lens[i];
+    *out++ = '\r';
+    *out++ = '\n';
   }
+  wire.resize(static_cast<std::size_t>(out - wire.data()));
 }
 
 std::string endpoint::describe() const { return host + ":" + std::to_string(port); }

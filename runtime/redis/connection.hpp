@@ -1,6 +1,7 @@
 // runtime/redis/connection.hpp — one blocking hiredis connection, as an RAII value.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -49,32 +50,52 @@ struct endpoint {
   std::string describe() const;
 };
 
-// A command as argv: views into bytes the caller keeps alive until the command was sent. A
-// default-constructed command allocates nothing (an unused slot of a pipeline costs nothing);
-// `command(n)` makes room for n arguments at once.
+// A command as argv: views into bytes the caller keeps alive until the command was sent. Up to
+// `inline_arguments` arguments live in the object itself, so a script call (EVALSHA, its sha, the
+// key count, a key and six arguments) allocates nothing; a longer command (a purge's page of keys)
+// moves to the heap. `command(n)` makes room for n arguments at once.
 class command {
  public:
+  static constexpr std::size_t inline_arguments = 12;
+
   command() = default;
   explicit command(std::size_t arguments) { reserve(arguments); }
   void reserve(std::size_t n) {
-    args_.reserve(n);
-    lengths_.reserve(n);
+    if (n <= inline_arguments) return;
+    heap_args_.reserve(n);
+    heap_lengths_.reserve(n);
   }
   command& arg(std::string_view bytes) {
-    args_.push_back(bytes.data());
-    lengths_.push_back(bytes.size());
+    if (size_ < inline_arguments && heap_args_.empty()) {
+      inline_args_[size_] = bytes.data();
+      inline_lengths_[size_] = bytes.size();
+    } else {
+      if (heap_args_.empty()) {  // the first argument past the inline ones: all of them move
+        heap_args_.assign(inline_args_.begin(), inline_args_.end());
+        heap_lengths_.assign(inline_lengths_.begin(), inline_lengths_.end());
+      }
+      heap_args_.push_back(bytes.data());
+      heap_lengths_.push_back(bytes.size());
+    }
+    ++size_;
     return *this;
   }
-  int argc() const noexcept { return static_cast<int>(args_.size()); }
+  int argc() const noexcept { return static_cast<int>(size_); }
   // Appends the command in the Redis protocol (RESP): `*argc`, then `$length` and the bytes of each
   // argument.
   void append_to(std::string& wire) const;
-  const char** argv() noexcept { return args_.data(); }
-  const std::size_t* lengths() const noexcept { return lengths_.data(); }
+  const char** argv() noexcept { return heap_args_.empty() ? inline_args_.data() : heap_args_.data(); }
+  const char* const* argv() const noexcept { return heap_args_.empty() ? inline_args_.data() : heap_args_.data(); }
+  const std::size_t* lengths() const noexcept {
+    return heap_lengths_.empty() ? inline_lengths_.data() : heap_lengths_.data();
+  }
 
  private:
-  std::vector<const char*> args_;
-  std::vector<std::size_t> lengths_;
+  std::size_t size_ = 0;
+  std::array<const char*, inline_arguments> inline_args_{};
+  std::array<std::size_t, inline_arguments> inline_lengths_{};
+  std::vector<const char*> heap_args_;  // every argument once there are more than inline_arguments
+  std::vector<std::size_t> heap_lengths_;
 };
 
 // idem::detail::redis::connection

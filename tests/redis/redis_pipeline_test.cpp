@@ -112,3 +112,28 @@ TEST_CASE("a stalled shared connection fails every call on it, none of them clai
   for (const auto& id : ids) require_acquired(store.try_acquire(make_context(id)));
   CHECK(store.statistics().connections_opened >= 2);
 }
+
+TEST_CASE("a command is written in RESP exactly, its arguments held inline or, past them, on the heap") {
+  namespace rd = idem::detail::redis;
+  rd::command small;
+  small.arg("GET").arg("").arg(std::string_view("a\0b", 3));
+  std::string wire = "+";  // append_to appends after what the buffer holds
+  small.append_to(wire);
+  using namespace std::string_literals;
+  CHECK(wire == "+*3\r\n$3\r\nGET\r\n$0\r\n\r\n$3\r\na\0b\r\n"s);
+
+  // One argument past the inline ones moves them all: argv, lengths and the wire keep their order.
+  std::vector<std::string> args;
+  for (std::size_t i = 0; i <= rd::command::inline_arguments + 3; ++i) args.push_back("arg-" + std::to_string(i));
+  rd::command large;
+  for (const std::string& a : args) large.arg(a);
+  REQUIRE(large.argc() == static_cast<int>(args.size()));
+  std::string expected = "*" + std::to_string(args.size()) + "\r\n";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    CHECK(std::string_view(large.argv()[i], large.lengths()[i]) == args[i]);
+    expected += "$" + std::to_string(args[i].size()) + "\r\n" + args[i] + "\r\n";
+  }
+  std::string large_wire;
+  large.append_to(large_wire);
+  CHECK(large_wire == expected);
+}
