@@ -29,6 +29,10 @@ std::array<unsigned char, 32> sha256(std::string_view bytes);
 // Lowercase hex of `bytes`.
 std::string to_hex(const unsigned char* bytes, std::size_t size);
 
+// Appends the lowercase hex of `bytes` to `out`: to_hex without a string of its own, for keys
+// composed around a digest.
+void append_hex(std::string& out, const unsigned char* bytes, std::size_t size);
+
 // `#xxxxxxxx`: the first four bytes of a key's SHA-256 in lowercase hex, how a key appears in
 // every message (identity::masked_key, and records read back by their digest).
 std::string masked_digest(const std::array<unsigned char, 32>& digest);

@@ -2,6 +2,9 @@
 #include <idem/errors.hpp>
 #include <idem/identity.hpp>
 
+#include <array>
+#include <cstring>
+
 #include <openssl/evp.h>
 
 #include <fmt/format.h>
@@ -57,13 +60,27 @@ std::array<unsigned char, 32> sha256(std::string_view bytes) {
   return digest;
 }
 
+void append_hex(std::string& out, const unsigned char* bytes, std::size_t size) {
+  // Two digits per table entry: one load and one two-byte store per byte (a key's digest is
+  // turned into hex on every call of the Redis and PostgreSQL stores).
+  static constexpr auto pairs = [] {
+    constexpr char digits[] = "0123456789abcdef";
+    std::array<char, 512> table{};
+    for (std::size_t b = 0; b < 256; ++b) {
+      table[2 * b] = digits[b >> 4];
+      table[2 * b + 1] = digits[b & 0x0f];
+    }
+    return table;
+  }();
+  const std::size_t start = out.size();
+  out.resize(start + size * 2);
+  char* to = out.data() + start;
+  for (std::size_t i = 0; i < size; ++i) std::memcpy(to + 2 * i, &pairs[2 * std::size_t{bytes[i]}], 2);
+}
+
 std::string to_hex(const unsigned char* bytes, std::size_t size) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out(size * 2, '0');
-  for (std::size_t i = 0; i < size; ++i) {
-    out[2 * i] = digits[bytes[i] >> 4];
-    out[2 * i + 1] = digits[bytes[i] & 0x0f];
-  }
+  std::string out;
+  append_hex(out, bytes, size);
   return out;
 }
 

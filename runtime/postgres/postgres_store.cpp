@@ -17,7 +17,11 @@ namespace idem {
 namespace detail::pg {
 
 std::string record_key(const identity& id, const digest& d) {
-  return id.scope() + ':' + to_hex(d.data(), d.size());
+  std::string key;
+  key.reserve(id.scope().size() + 1 + 2 * d.size());
+  key.append(id.scope()).append(1, ':');
+  append_hex(key, d.data(), d.size());
+  return key;
 }
 
 std::int64_t to_ms(milliseconds d) {

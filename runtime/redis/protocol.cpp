@@ -132,20 +132,19 @@ rd::node& redis_store::impl::owner_of(const target& t, int slot) {
 // tag, digest first so that a '}' in the scope still leaves the digest in the tag.
 std::string redis_store::impl::key_of(const identity& id) const {
   const auto digest = id.key_digest();
-  const std::string hex = to_hex(digest.data(), digest.size());
   std::string key;
-  key.reserve(record_prefix.size() + id.scope().size() + 3 + hex.size());
+  key.reserve(record_prefix.size() + id.scope().size() + 3 + 2 * digest.size());
   key += record_prefix;
   if (topo.cluster()) {
     key += '{';
-    key += hex;
+    append_hex(key, digest.data(), digest.size());
     key += ':';
     key += id.scope();
     key += '}';
   } else {
     key += id.scope();
     key += ':';
-    key += hex;
+    append_hex(key, digest.data(), digest.size());
   }
   return key;
 }
@@ -483,13 +482,13 @@ redis_store::impl::look redis_store::impl::check(const context& ctx, const acqui
   return read_look(ctx, r, out, sent_at);
 }
 
-void redis_store::impl::read_complete(const target& t, const complete_request& r, const payload& value,
+void redis_store::impl::read_complete(const target& t, const complete_request& r, const payload* value,
                                       milliseconds ttl, const outcome& out, steady::time_point sent_at) {
   const answer a = read_answer(t, *out.reply);
   if (a.code == "OK") {
-    if (cache) {
+    if (cache && value != nullptr) {
       const auto [completed_at, stored] = split(t, a.rest);
-      duplicate done{value, std::chrono::system_clock::time_point(milliseconds(number(t, completed_at)))};
+      duplicate done{*value, std::chrono::system_clock::time_point(milliseconds(number(t, completed_at)))};
       remember(r.key, done, stored == "-" ? std::string() : std::string(stored), saturating_add(sent_at, capped(ttl)),
                sent_at);
     }

@@ -17,6 +17,21 @@ TEST_CASE("identity: renders as scope and the first four bytes of the key's SHA-
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+TEST_CASE("to_hex and append_hex: two lowercase digits per byte, every byte value", "[identity]") {
+  std::string all_bytes;
+  for (int b = 0; b < 256; ++b) all_bytes += static_cast<char>(b);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(all_bytes.data());
+  const std::string hex = idem::to_hex(bytes, all_bytes.size());
+  REQUIRE(hex.size() == 512);
+  CHECK(hex.substr(0, 8) == "00010203");
+  CHECK(hex.substr(2 * 0x7e, 8) == "7e7f8081");
+  CHECK(hex.substr(2 * 0xfc) == "fcfdfeff");
+  std::string prefixed = "rec:";
+  idem::append_hex(prefixed, bytes + 0xa9, 3);  // appends after what is there
+  CHECK(prefixed == "rec:a9aaab");
+  CHECK(idem::to_hex(bytes, 0).empty());
+}
+
 TEST_CASE("identity: scope rules are enforced with configuration_error", "[identity]") {
   CHECK_THROWS_AS(idem::identity("", "k"), idem::configuration_error);
   CHECK_THROWS_AS(idem::identity(std::string(129, 's'), "k"), idem::configuration_error);
