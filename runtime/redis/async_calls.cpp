@@ -252,9 +252,12 @@ void redis_store::async_complete(const identity& id, const lease_token& token, c
   impl& d = *impl_;
   struct complete_call {
     complete_call(const impl& store, const identity& i, const lease_token& token, const payload& v, milliseconds t)
-        : id(i), value(v), ttl(t), request(store, id, token, value, ttl) {}
+        : id(i),
+          value(store.cache ? std::optional<payload>(v) : std::nullopt),
+          ttl(t),
+          request(store, id, token, v, ttl) {}
     const identity id;
-    const payload value;
+    const std::optional<payload> value;  // for the local cache only: a copy nobody reads costs two allocations
     const milliseconds ttl;
     const impl::complete_request request;
   };
@@ -265,7 +268,8 @@ void redis_store::async_complete(const identity& id, const lease_token& token, c
   d.run_async(*op->call, [&d, op](std::exception_ptr error, impl::outcome out) {
     if (!error)
       error = detail::caught([&] {
-        d.read_complete(op->call->t, op->request.request, op->request.value, op->request.ttl, out, op->sent_at);
+        d.read_complete(op->call->t, op->request.request, op->request.value ? &*op->request.value : nullptr,
+                        op->request.ttl, out, op->sent_at);
       });
     op->done(std::move(error));
   });

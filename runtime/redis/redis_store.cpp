@@ -115,7 +115,7 @@ void redis_store::complete(const identity& id, const lease_token& token, const p
   const impl::target t{"complete", &id};
   const impl::complete_request request(d, id, token, value, ttl);
   const steady::time_point sent_at = steady::now();
-  d.read_complete(t, request, value, ttl, d.eval(t, rd::scripts().complete, request.keys, request.args, true), sent_at);
+  d.read_complete(t, request, &value, ttl, d.eval(t, rd::scripts().complete, request.keys, request.args, true), sent_at);
 }
 
 void redis_store::release(const identity& id, const lease_token& token) {

@@ -222,7 +222,8 @@ struct redis_store::impl {
   look read_look(const context& ctx, const acquire_request& r, outcome& out, steady::time_point sent_at);
   // A blocking look: the acquire script's round trip and its answer.
   look check(const context& ctx, const acquire_request& r);
-  void read_complete(const target& t, const complete_request& r, const payload& value, milliseconds ttl,
+  // `value` is what was completed, for the local cache: null when the cache is off.
+  void read_complete(const target& t, const complete_request& r, const payload* value, milliseconds ttl,
                      const outcome& out, steady::time_point sent_at);
   void read_release(const target& t, const outcome& out) const;
   void release_record(const identity& id, const std::string& key, std::string_view token_text);
