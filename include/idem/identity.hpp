@@ -6,9 +6,12 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <cstdint>
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace idem {
 
@@ -45,13 +48,40 @@ class identity {
   // Throws configuration_error if `scope` breaks the scope rules and invalid_key_error if `key`
   // breaks the key rules. Neither message contains the key.
   identity(std::string scope, std::string key);
+  // Copies carry the key's digest once it was computed; a moved-from identity has none. Inline:
+  // every call copies or moves its identity a few times.
+  identity(const identity& other) : scope_(other.scope_), key_(other.key_) { adopt_digest(other); }
+  identity(identity&& other) noexcept : scope_(std::move(other.scope_)), key_(std::move(other.key_)) {
+    adopt_digest(other);
+    other.digest_state_.store(no_digest, std::memory_order_relaxed);
+  }
+  identity& operator=(const identity& other) {
+    if (this != &other) {
+      scope_ = other.scope_;
+      key_ = other.key_;
+      adopt_digest(other);
+    }
+    return *this;
+  }
+  identity& operator=(identity&& other) noexcept {
+    if (this != &other) {
+      scope_ = std::move(other.scope_);
+      key_ = std::move(other.key_);
+      adopt_digest(other);
+      other.digest_state_.store(no_digest, std::memory_order_relaxed);
+    }
+    return *this;
+  }
+  ~identity() = default;
 
   const std::string& scope() const noexcept { return scope_; }
   // The raw key. Client data: never log it.
   const std::string& key() const noexcept { return key_; }
 
-  // SHA-256 of the key. Stores persist this, never the raw key. Computed on each call.
-  std::array<unsigned char, 32> key_digest() const { return sha256(key_); }
+  // SHA-256 of the key. Stores persist this, never the raw key. Computed on the first call and kept
+  // (copies included), so a claim, its heartbeats and its completion hash the key once. Safe to
+  // call from several threads at once.
+  std::array<unsigned char, 32> key_digest() const;
 
   // `#xxxxxxxx`: the first four bytes of the key's SHA-256 in lowercase hex.
   std::string masked_key() const;
@@ -59,11 +89,28 @@ class identity {
   // `Scope/#xxxxxxxx`: how a record appears in every message.
   std::string to_string() const;
 
-  friend bool operator==(const identity&, const identity&) = default;
+  friend bool operator==(const identity& a, const identity& b) noexcept {
+    return a.scope_ == b.scope_ && a.key_ == b.key_;
+  }
 
  private:
+  enum digest_state : std::uint8_t { no_digest, writing_digest, has_digest };
+  // Takes `other`'s digest if it has one, else forgets its own. `other`'s key is already ours.
+  void adopt_digest(const identity& other) noexcept {
+    if (other.digest_state_.load(std::memory_order_acquire) == has_digest) {
+      digest_ = other.digest_;
+      digest_state_.store(has_digest, std::memory_order_relaxed);
+    } else {
+      digest_state_.store(no_digest, std::memory_order_relaxed);
+    }
+  }
+
   std::string scope_;
   std::string key_;
+  mutable std::array<unsigned char, 32> digest_{};
+  // Written once, by the first caller of key_digest() that claims it; readers take digest_ only
+  // after seeing has_digest.
+  mutable std::atomic<std::uint8_t> digest_state_{no_digest};
 };
 
 }  // namespace idem

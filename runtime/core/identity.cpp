@@ -99,6 +99,19 @@ std::string masked_digest(const std::array<unsigned char, 32>& digest) {
   return out;
 }
 
+std::array<unsigned char, 32> identity::key_digest() const {
+  if (digest_state_.load(std::memory_order_acquire) == has_digest) return digest_;
+  const std::array<unsigned char, 32> digest = sha256(key_);
+  // The first caller keeps it; a caller that loses the race (another thread is writing) just
+  // returns its own, equal, digest.
+  std::uint8_t expected = no_digest;
+  if (digest_state_.compare_exchange_strong(expected, writing_digest, std::memory_order_acquire)) {
+    digest_ = digest;
+    digest_state_.store(has_digest, std::memory_order_release);
+  }
+  return digest;
+}
+
 std::string identity::masked_key() const { return masked_digest(key_digest()); }
 
 std::string identity::to_string() const {

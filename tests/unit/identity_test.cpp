@@ -5,6 +5,9 @@
 #include <idem/identity.hpp>
 
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -30,6 +33,48 @@ TEST_CASE("to_hex and append_hex: two lowercase digits per byte, every byte valu
   idem::append_hex(prefixed, bytes + 0xa9, 3);  // appends after what is there
   CHECK(prefixed == "rec:a9aaab");
   CHECK(idem::to_hex(bytes, 0).empty());
+}
+
+TEST_CASE("identity: the kept digest is always the digest of the key it has now", "[identity]") {
+  const auto digest_of = [](std::string_view key) { return idem::sha256(key); };
+  idem::identity a("S.m", "first");
+  CHECK(a.key_digest() == digest_of("first"));
+  CHECK(a.key_digest() == digest_of("first"));  // kept
+
+  idem::identity copy(a);
+  CHECK(copy.key_digest() == digest_of("first"));
+  idem::identity other("S.m", "second");
+  CHECK(other.key_digest() == digest_of("second"));
+  copy = other;  // a kept digest is replaced, never left behind
+  CHECK(copy.key_digest() == digest_of("second"));
+  idem::identity fresh("S.m", "third");  // no digest yet: the assigned-to one must forget its own
+  copy = fresh;
+  CHECK(copy.key_digest() == digest_of("third"));
+
+  idem::identity moved(std::move(other));
+  CHECK(moved.key_digest() == digest_of("second"));
+  other = idem::identity("S.m", "fourth");  // the moved-from one, assigned again
+  CHECK(other.key_digest() == digest_of("fourth"));
+  moved = std::move(a);
+  CHECK(moved.key_digest() == digest_of("first"));
+  CHECK(moved == idem::identity("S.m", "first"));  // equality ignores whether a digest is kept
+}
+
+TEST_CASE("identity: threads that ask for the digest of one identity at once all get it", "[identity][concurrency]") {
+  const idem::identity shared("S.m", "concurrent-key");
+  const auto expected = idem::sha256("concurrent-key");
+  std::vector<std::thread> threads;
+  std::vector<int> right(8, 0);
+  for (std::size_t t = 0; t < right.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const idem::identity copy(shared);  // copies race with the first computation
+        right[t] += (shared.key_digest() == expected && copy.key_digest() == expected) ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r : right) CHECK(r == 200);
 }
 
 TEST_CASE("identity: scope rules are enforced with configuration_error", "[identity]") {
