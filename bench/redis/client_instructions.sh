@@ -18,25 +18,9 @@ in_flight=${IN_FLIGHT:-64}
 binaries=("$@")
 [[ ${#binaries[@]} -eq 0 ]] && binaries=("$root/build/bench/redis/idem_bench_async_redis")
 
-if ! command -v valgrind >/dev/null; then
-  echo "# installing valgrind" >&2
-  sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y -qq valgrind >/dev/null
-fi
-
-work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-server_pid=
-cleanup() {
-  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
-redis-cli -p "$port" PING >/dev/null || { echo "client_instructions.sh: redis-server did not start" >&2; exit 1; }
+# shellcheck source=instructions_support.sh
+source "$root/bench/redis/instructions_support.sh"
+start_redis client_instructions.sh
 
 # Instructions of one whole run of `binary` for `row` with `n` calls.
 instructions() {

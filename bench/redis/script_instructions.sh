@@ -18,27 +18,10 @@ calls=${CALLS:-2000}
 revs=("$@")
 [[ ${#revs[@]} -eq 0 ]] && revs=(worktree)
 
-if ! command -v callgrind_control >/dev/null; then
-  echo "# installing valgrind" >&2
-  sudo_cmd=(); [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
-  "${sudo_cmd[@]}" apt-get install -y -qq valgrind >/dev/null
-fi
-
-work=$(mktemp -d)
-port=$((20000 + RANDOM % 20000))
-server_pid=
-cleanup() {
-  [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-valgrind --tool=callgrind --collect-atstart=no --toggle-collect=evalGenericCommand \
-  --callgrind-out-file="$work/callgrind.%p" \
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 300); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
-redis-cli -p "$port" PING >/dev/null || { echo "script_instructions.sh: redis-server did not start" >&2; exit 1; }
+# shellcheck source=instructions_support.sh
+source "$root/bench/redis/instructions_support.sh"
+start_redis script_instructions.sh valgrind --tool=callgrind --collect-atstart=no --toggle-collect=evalGenericCommand \
+  --callgrind-out-file="$work/callgrind.%p"
 
 # The script `name` of revision `rev`: common.lua followed by name.lua, as runtime/redis/CMakeLists.txt embeds it.
 script_of() {
