@@ -82,16 +82,19 @@ TEST_CASE("the local cache never serves an in-progress record") {
   auto store = cached_store();
   const auto id = make_id("in-progress");
 
+  // Long enough that the replay right after the completion still finds it on a loaded machine
+  // (a 50 ms ttl could pass between the two under the sanitizers), short enough to wait out.
+  constexpr auto ttl = 500ms;
   // In progress: every look goes to Redis and answers in flight.
-  auto token = require_acquired(store->try_acquire(make_context(id, 50ms)));
-  for (int i = 0; i < 3; ++i) require_in_flight(store->try_acquire(make_context(id, 50ms)));
+  auto token = require_acquired(store->try_acquire(make_context(id, ttl)));
+  for (int i = 0; i < 3; ++i) require_in_flight(store->try_acquire(make_context(id, ttl)));
   CHECK(store->statistics().cache_hits == 0);
 
-  // Complete with a 50 ms ttl, replay once (cached), then let the ttl pass: the record is
+  // Complete with a short ttl, replay once (cached), then let the ttl pass: the record is
   // acquired afresh and the new claim is in progress, never the old cached completion.
-  store->complete(id, token, sample_payload("generation 1"), 50ms);
-  require_duplicate(store->try_acquire(make_context(id, 50ms)));
-  std::this_thread::sleep_for(80ms);  // the ttl itself has to pass
+  store->complete(id, token, sample_payload("generation 1"), ttl);
+  require_duplicate(store->try_acquire(make_context(id, ttl)));
+  std::this_thread::sleep_for(ttl + 100ms);  // the ttl itself has to pass
   auto token2 = require_acquired(store->try_acquire(make_context(id, 1h)));
   require_in_flight(store->try_acquire(make_context(id, 1h)));
   store->complete(id, token2, sample_payload("generation 2"), 1h);
