@@ -82,10 +82,7 @@ heartbeat_scheduler::handle heartbeat_scheduler::start(const identity& id, const
       free_.pop_back();
     }
     slot& s = slots_[index];
-    if (s.id)
-      *s.id = id;  // reuses the strings' storage
-    else
-      s.id.emplace(id);
+    s.registrant = &id;
     s.token = token;
     s.lease = lease;
     s.period = period;
@@ -166,6 +163,7 @@ void heartbeat_scheduler::unlink(std::uint32_t index) {
 }
 
 void heartbeat_scheduler::free_slot(std::uint32_t index) {
+  slots_[index].registrant = nullptr;  // its registrant may be gone now
   slots_[index].cancelled = false;
   free_.push_back(index);
 }
@@ -214,23 +212,43 @@ std::uint32_t heartbeat_scheduler::take_due(std::unique_lock<std::mutex>& lock) 
   return none;
 }
 
+// Under the lock, so the registrant (whose cancel needs the lock) cannot end meanwhile: the extend
+// runs outside it, on a copy that stays valid even if the call ends during the extend.
+void heartbeat_scheduler::own_identity(slot& s) {
+  if (s.registrant == nullptr) return;
+  if (s.id)
+    *s.id = *s.registrant;  // reuses the strings' storage
+  else
+    s.id.emplace(*s.registrant);
+  s.registrant = nullptr;
+}
+
 void heartbeat_scheduler::extend(std::uint32_t index, std::unique_lock<std::mutex>& lock) {
-  const identity& id = *slots_[index].id;  // stable: a running slot is neither freed nor reassigned
-  const lease_token token = slots_[index].token;
-  const auto lease = slots_[index].lease;
-  lock.unlock();
   bool failed = false;
   try {
-    if (!store_.extend(id, token, lease))
-      log_({log_level::debug, fmt::format("the lease on {} was no longer held when its heartbeat ran", id.to_string())});
+    own_identity(slots_[index]);
   } catch (...) {
-    // Retried soon (below); if every try fails the lease expires and may be stolen, and the holder
-    // learns of it when complete or release throws lease_lost_error.
-    failed = true;
-    log_({log_level::warning,
-          fmt::format("could not extend the lease on {}: {}", id.to_string(), describe_current())});
+    failed = true;  // no memory for the copy: tried again like a failed extend
+    log_({log_level::warning, fmt::format("could not prepare a heartbeat: {}", describe_current())});
   }
-  lock.lock();
+  if (!failed) {
+    const identity& id = *slots_[index].id;  // stable: a running slot is neither freed nor reassigned
+    const lease_token token = slots_[index].token;
+    const auto lease = slots_[index].lease;
+    lock.unlock();
+    try {
+      if (!store_.extend(id, token, lease))
+        log_({log_level::debug,
+              fmt::format("the lease on {} was no longer held when its heartbeat ran", id.to_string())});
+    } catch (...) {
+      // Retried soon (below); if every try fails the lease expires and may be stolen, and the holder
+      // learns of it when complete or release throws lease_lost_error.
+      failed = true;
+      log_({log_level::warning,
+            fmt::format("could not extend the lease on {}: {}", id.to_string(), describe_current())});
+    }
+    lock.lock();
+  }
   slot& s = slots_[index];
   s.running = false;
   if (s.cancelled) {

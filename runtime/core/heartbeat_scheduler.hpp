@@ -28,11 +28,13 @@ namespace idem::detail {
 // pool grows to the number of extends that are slow at the same time, plus one, and never past
 // max_threads; on a healthy store it stays at one or two threads.
 //
-// Registration costs no allocation once warmed up: entries live in a slot pool (the identity is
-// copied into storage that keeps its capacity), and the entries of one lease length sit in a FIFO
-// list ordered by due time (same period, so appending keeps the order). The leader looks only at
-// the heads of those lists. A registration wakes the leader only when its entry is due before the
-// leader's next wake-up, which on a busy engine is rare.
+// Registration costs no allocation once warmed up: entries live in a slot pool, and the entries of
+// one lease length sit in a FIFO list ordered by due time (same period, so appending keeps the
+// order). The leader looks only at the heads of those lists. A registration wakes the leader only
+// when its entry is due before the leader's next wake-up, which on a busy engine is rare. It does
+// not copy the identity either: most calls end before their first heartbeat is due, so an entry
+// refers to its registrant's identity and copies it (into storage that keeps its capacity) only
+// when its first extend is taken.
 class heartbeat_scheduler {
  public:
   static constexpr std::size_t max_threads = 64;
@@ -66,7 +68,8 @@ class heartbeat_scheduler {
   };
 
   // Extends (`id`, `token`) by `lease` every lease/2 (at least every millisecond), and lease/8
-  // after an extend that threw, until the handle is cancelled.
+  // after an extend that threw, until the handle is cancelled. `id` is referred to, not copied, until
+  // the first extend: it must outlive the handle's registration (cancel it or destroy it first).
   [[nodiscard]] handle start(const identity& id, const lease_token& token, std::chrono::milliseconds lease);
 
   // How many threads the pool has now. For tests and statistics.
@@ -83,7 +86,8 @@ class heartbeat_scheduler {
   static std::chrono::milliseconds retry_delay(std::chrono::milliseconds period);
 
   struct slot {
-    std::optional<identity> id;  // engaged once used; later uses assign into its storage
+    const identity* registrant = nullptr;  // the registrant's identity until the first extend copies it
+    std::optional<identity> id;  // the copy: engaged once used; later uses assign into its storage
     lease_token token;
     std::chrono::milliseconds lease{0};
     std::chrono::milliseconds period{0};
@@ -102,6 +106,7 @@ class heartbeat_scheduler {
   void work();
   std::uint32_t take_due(std::unique_lock<std::mutex>& lock);
   void extend(std::uint32_t index, std::unique_lock<std::mutex>& lock);
+  void own_identity(slot& s);
   void forget_unused_periods(clock::time_point now);
   std::uint32_t queue_for(std::chrono::milliseconds period, clock::time_point now);
   void link(std::uint32_t index, std::uint32_t queue);

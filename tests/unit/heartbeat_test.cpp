@@ -4,9 +4,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <future>
 #include <latch>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <idem/idem.hpp>
 
@@ -135,4 +139,48 @@ TEST_CASE("heartbeat: every stripe extends the leases registered from its thread
   CHECK(all_extended_twice());
   for (const idem::context& ctx : contexts)
     CHECK(std::holds_alternative<idem::in_flight>(store.try_acquire({.id = ctx.id, .wait = 0ms})));
+}
+
+TEST_CASE("heartbeat: a reused slot extends its new registrant's record, copied at its first extend",
+          "[engine][heartbeat][concurrency]") {
+  // A registration refers to the caller's identity until its first extend copies it into the slot,
+  // whose storage a later registration reuses: that one must be extended under its own identity,
+  // never the copy the slot kept from before.
+  idem::test::faulty_store store;
+  std::mutex mutex;
+  std::condition_variable extended;
+  std::vector<std::string> keys;  // of every extend, in order
+  store.before_extend = [&](const idem::identity& id) {
+    {
+      std::lock_guard lock(mutex);
+      keys.push_back(id.key());
+    }
+    extended.notify_all();
+    return true;
+  };
+  const auto extends_of = [&](const std::string& key) {
+    return std::count(keys.begin(), keys.end(), key);
+  };
+  idem::detail::heartbeat_scheduler scheduler(store, [](const idem::log_record&) {});
+  const idem::context first{.id = idem::identity("S.m", "first-key"), .lease = 4ms};
+  const idem::context second{.id = idem::identity("S.m", "second-key"), .lease = 4ms};
+  {
+    auto held = scheduler.start(first.id, std::get<idem::acquired>(store.try_acquire(first)).token, first.lease);
+    std::unique_lock lock(mutex);
+    REQUIRE(extended.wait_for(lock, 10s, [&] { return extends_of("first-key") >= 2; }));
+  }  // cancelled: its slot is free, and keeps the copy of "first-key"
+  std::size_t before_second;
+  {
+    std::lock_guard lock(mutex);
+    before_second = keys.size();
+  }
+  {
+    auto held = scheduler.start(second.id, std::get<idem::acquired>(store.try_acquire(second)).token, second.lease);
+    std::unique_lock lock(mutex);
+    REQUIRE(extended.wait_for(lock, 10s, [&] { return extends_of("second-key") >= 2; }));
+  }
+  std::lock_guard lock(mutex);
+  // At most one extend of the first record may have been running when it was cancelled.
+  CHECK(std::count(keys.begin() + static_cast<std::ptrdiff_t>(before_second), keys.end(), "first-key") <= 1);
+  CHECK(std::holds_alternative<idem::in_flight>(store.try_acquire({.id = second.id, .wait = 0ms})));
 }
