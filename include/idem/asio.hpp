@@ -120,10 +120,13 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
         if (auto self = weak.lock()) self->cancel(type);
       });
     }
-    auto self = this->shared_from_this();
-    async_action act = [self](async_done finished) { self->run_action(std::move(finished)); };
-    std::function<payload()> encode = [self]() -> payload { return self->encode(); };
-    async_handler<detail::raw_outcome> done = [self](std::exception_ptr error, detail::raw_outcome raw) {
+    // The engine calls `act` and `encode` only before `done`, which keeps this operation alive: they
+    // refer to it without owning it, and so fit in std::function's own storage (no allocation).
+    operation* const op = this;
+    async_action act = [op](async_done finished) { op->run_action(std::move(finished)); };
+    std::function<payload()> encode = [op]() -> payload { return op->encode(); };
+    async_handler<detail::raw_outcome> done = [self = this->shared_from_this()](std::exception_ptr error,
+                                                                                 detail::raw_outcome raw) {
       self->finish(std::move(error), std::move(raw));
     };
     if (tx != nullptr) {
