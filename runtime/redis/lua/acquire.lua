@@ -20,9 +20,10 @@ if v and type(v) == 'string' and string.sub(v, 1, 9) == 'idem/2 c ' then
   end
   return v
 end
-local now, now_text = now_ms()
+local stamp = now_text()
 local answer = 'A'
 if v ~= false then
+  local now = tonumber(stamp)
   local r, refusal = parse(v)
   if not r then return refusal end
   if r.st == 'p' then
@@ -32,7 +33,7 @@ if v ~= false then
   end
 end
 redis.call('SET', k,
-           'idem/2 p ' .. now_text .. ' ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' ..
+           'idem/2 p ' .. stamp .. ' ' .. stamp .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4] .. ' ' ..
                ARGV[1] .. '\n',
            'PX', ARGV[5])
 return answer

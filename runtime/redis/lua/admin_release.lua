@@ -9,7 +9,7 @@ if v == false then return 'MISSING' end
 local r, refusal = parse(v)
 if not r then return refusal end
 if r.st ~= 'p' then return 'DONE' end
-if ARGV[1] ~= '1' and r.lx > now_ms() then return 'LIVE' end
+if ARGV[1] ~= '1' and r.lx > tonumber(now_text()) then return 'LIVE' end
 redis.call('DEL', k)
 redis.call(ARGV[3], ARGV[2], 'r ' .. r.tok)
 return 'OK'

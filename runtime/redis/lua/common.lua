@@ -23,10 +23,12 @@
 --
 -- Needs Redis >= 5, which replicates a script's effects (not the script), so writes may follow TIME.
 
--- Redis TIME as a number of milliseconds and as its 13 digits, made without formatting a number.
-local function now_ms()
+-- Redis TIME in milliseconds since the epoch, as its 13 digits (made without formatting a number);
+-- tonumber() of it is the number. A script that only stores the time (a claim of a free key, a
+-- completion) never converts it.
+local function now_text()
   local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000), t[1] .. string.sub('00000' .. t[2], -6, -4)
+  return t[1] .. string.sub('00000' .. t[2], -6, -4)
 end
 
 -- parse(v) -> record | nil, refusal

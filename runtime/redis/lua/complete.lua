@@ -11,8 +11,8 @@ local v = redis.pcall('GET', k)
 if not held_by(v, ARGV[1]) then return not_held(v) end
 local fp = string.match(v, '^idem/2 p %d+ %d+ %d+ %d+ ([%x%-]+) ')
 if not fp then return 'C header' end
-local _, now_text = now_ms()
-local value = 'idem/2 c ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. fp .. '\n' .. ARGV[4]
+local stamp = now_text()
+local value = 'idem/2 c ' .. stamp .. ' ' .. ARGV[2] .. ' ' .. fp .. '\n' .. ARGV[4]
 redis.call('SET', k, value, 'PX', ARGV[3])
 redis.call(ARGV[6], ARGV[5], 'c ' .. ARGV[1] .. ' ' .. value)
-return 'OK ' .. now_text .. ' ' .. fp
+return 'OK ' .. stamp .. ' ' .. fp

@@ -6,13 +6,14 @@ local v = redis.pcall('GET', k)
 if not held_by(v, ARGV[1]) then return 'NOOP' end
 local r = parse(v)
 if not r then return 'NOOP' end
-local now, now_text = now_ms()
+local stamp = now_text()
+local now = tonumber(stamp)
 local lease = tonumber(ARGV[2])
 local keep = math.max(now + lease, r.ex) - now + tonumber(ARGV[3])
 local pttl = redis.call('PTTL', k)
 if pttl > keep then keep = pttl end
 redis.call('SET', k,
-           'idem/2 p ' .. r.claimed .. ' ' .. now_text .. ' ' .. ARGV[2] .. ' ' .. r.ttl .. ' ' .. r.fp .. ' ' .. r.tok ..
+           'idem/2 p ' .. r.claimed .. ' ' .. stamp .. ' ' .. ARGV[2] .. ' ' .. r.ttl .. ' ' .. r.fp .. ' ' .. r.tok ..
                '\n',
            'PX', tostring(keep))
 return 'OK'

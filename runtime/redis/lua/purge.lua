@@ -4,7 +4,7 @@
 -- large and is not needed. ARGV[1]: how many bytes hold the longest header a valid record can
 -- have (max_header_length in record_codec.hpp, from the limits on fingerprints and numbers).
 -- Answers how many it deleted.
-local now = now_ms()
+local now = tonumber(now_text())
 local last = tonumber(ARGV[1]) - 1
 local n = 0
 for _, k in ipairs(KEYS) do
