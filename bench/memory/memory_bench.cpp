@@ -2,7 +2,8 @@
 // measured in the same run: first calls (unique keys) and replays (the same keys again) with 100,000
 // and 200,000 calls per thread, 1 and 2 threads; the voluntary context switches of each phase
 // (getrusage: every thread of the process, the engine's heartbeat and timers included) per 1,000
-// calls; the store's own calls without the engine (make_context, try_acquire, complete), to show
+// calls (the engine's contexts made as a generated wrapper makes them, under a kept idem::static_scope);
+// the store's own calls without the engine (make_context, try_acquire, complete), to show
 // what the engine adds; the engine reporting to an idem::metrics (its cost: issue 21 allows 5 %); the wake-up latency of a blocked duplicate; bytes of memory per stored record.
 //
 // Run: build/bench/idem_bench_memory [rounds [threads [calls-per-thread]]]
@@ -109,15 +110,17 @@ round_result run_round(int threads, std::size_t per_thread, int round) {
     });
   }
   // First calls, then their replays, through an engine with `hooks` on a fresh memory store.
+  // The engine's calls name their scope as a generated wrapper does: kept once (idem::static_scope).
+  const idem::static_scope kept_scope(scope);
   auto engine_rows = [&](idem::engine_hooks hooks, phase_result& first, phase_result& replay) {
     idem::memory_store store;
     idem::engine engine(store, {}, std::move(hooks));
     first = measure(threads, per_thread, [&](int t, std::size_t i) {
-      auto o = engine.execute(engine.make_context(scope, keys[t][i]), [] {});
+      auto o = engine.execute(engine.make_context(kept_scope, keys[t][i]), [] {});
       if (!std::holds_alternative<idem::executed<void>>(o)) std::abort();
     });
     replay = measure(threads, per_thread, [&](int t, std::size_t i) {
-      auto o = engine.execute(engine.make_context(scope, keys[t][i]), [] {});
+      auto o = engine.execute(engine.make_context(kept_scope, keys[t][i]), [] {});
       if (!std::holds_alternative<idem::replayed<void>>(o)) std::abort();
     });
   };
@@ -137,13 +140,13 @@ round_result run_round(int threads, std::size_t per_thread, int round) {
     idem::memory_store store;
     const idem::engine contexts(store);  // only builds the contexts, as the engine rows do
     r.store_first = measure(threads, per_thread, [&](int t, std::size_t i) {
-      const idem::context ctx = contexts.make_context(scope, keys[t][i]);
+      const idem::context ctx = contexts.make_context(kept_scope, keys[t][i]);
       const auto claim = store.try_acquire(ctx);
       if (!std::holds_alternative<idem::acquired>(claim)) std::abort();
       store.complete(ctx.id, std::get<idem::acquired>(claim).token, idem::payload::none(), ctx.ttl);
     });
     r.store_replay = measure(threads, per_thread, [&](int t, std::size_t i) {
-      if (!std::holds_alternative<idem::duplicate>(store.try_acquire(contexts.make_context(scope, keys[t][i]))))
+      if (!std::holds_alternative<idem::duplicate>(store.try_acquire(contexts.make_context(kept_scope, keys[t][i]))))
         std::abort();
     });
   }

@@ -4,9 +4,10 @@
 //
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null build/bench/idem_bench_metrics_cost MODE CALLS ROUNDS
 //
-// MODE plain (an engine), metrics (an engine reporting to idem::metrics) or none (the setup only,
-// to subtract); ROUNDS 1 runs CALLS first calls, 2 also replays them. Differences of the totals
-// divided by CALLS are instructions per first call and per replay.
+// MODE plain (an engine), metrics (an engine reporting to idem::metrics), static (an engine whose
+// contexts name a kept idem::static_scope, as generated wrappers do, instead of a std::string) or
+// none (the setup only, to subtract); ROUNDS 1 runs CALLS first calls, 2 also replays them.
+// Differences of the totals divided by CALLS are instructions per first call and per replay.
 #include <idem/idem.hpp>
 
 #include <cstdio>
@@ -16,7 +17,7 @@
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: idem_bench_metrics_cost plain|metrics|none CALLS ROUNDS\n");
+    std::fprintf(stderr, "usage: idem_bench_metrics_cost plain|metrics|static|none CALLS ROUNDS\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -28,8 +29,15 @@ int main(int argc, char** argv) {
   idem::engine_hooks hooks;
   if (mode == "metrics") hooks.metrics = std::make_shared<idem::metrics>();
   idem::engine engine(store, {}, std::move(hooks));
+  const idem::static_scope kept_scope("OrderConsumer.on");
   if (mode == "none") return 0;  // the setup alone, to subtract
+  const bool kept = mode == "static";
   for (int round = 0; round < rounds; ++round)
-    for (const std::string& key : keys) (void)engine.execute(engine.make_context("OrderConsumer.on", key), [] {});
+    for (const std::string& key : keys) {
+      if (kept)
+        (void)engine.execute(engine.make_context(kept_scope, key), [] {});
+      else
+        (void)engine.execute(engine.make_context("OrderConsumer.on", key), [] {});
+    }
   return 0;
 }

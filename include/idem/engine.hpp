@@ -84,6 +84,10 @@ class engine {
   // a bad key (the message never contains the key).
   context make_context(std::string scope, std::string key, const call_options& options = {},
                        std::optional<std::string> fingerprint = std::nullopt) const;
+  // The same under a kept scope (idem::static_scope, checked when it was made): the context refers
+  // to it, so the call allocates nothing for its scope. Generated wrappers and HTTP endpoints use it.
+  context make_context(static_scope scope, std::string key, const call_options& options = {},
+                       std::optional<std::string> fingerprint = std::nullopt) const;
 
   // Runs `action` (returning T) at most once for ctx.id and returns executed, replayed (decoded
   // with `codec`) or in_flight. Throws configuration_error for a context that fails

@@ -40,6 +40,25 @@ void append_hex(std::string& out, const unsigned char* bytes, std::size_t size);
 // every message (identity::masked_key, and records read back by their digest).
 std::string masked_digest(const std::array<unsigned char, 32>& digest);
 
+// idem::static_scope
+//
+// A scope checked once and kept until the program ends, for the many calls made under one name (a
+// guarded function's policy, an HTTP endpoint): an identity made from it refers to the kept name
+// instead of copying it and does not check it again, so such a call allocates nothing and checks
+// nothing for its scope. Equal names share one kept copy. Meant for names fixed in the program:
+// every distinct name stays in memory, so a scope built from request data belongs in identity's
+// std::string constructor. Cheap to copy; may be made on any thread.
+class static_scope {
+ public:
+  // Throws configuration_error if `name` breaks the scope rules (scope_problem).
+  explicit static_scope(std::string_view name);
+
+  const std::string& name() const noexcept { return *name_; }
+
+ private:
+  const std::string* name_;  // in the process-wide set of kept names, never freed
+};
+
 // idem::identity
 //
 // A validated (scope, key) pair. A value type: cheap to move, compared by content.
@@ -48,33 +67,36 @@ class identity {
   // Throws configuration_error if `scope` breaks the scope rules and invalid_key_error if `key`
   // breaks the key rules. Neither message contains the key.
   identity(std::string scope, std::string key);
+  // The same under an already checked, kept scope, which the identity refers to without copying it.
+  // Throws invalid_key_error if `key` breaks the key rules.
+  identity(static_scope scope, std::string key);
   // Copies carry the key's digest once it was computed; a moved-from identity has none. Inline:
   // every call copies or moves its identity a few times.
-  identity(const identity& other) : scope_(other.scope_), key_(other.key_) { adopt_digest(other); }
-  identity(identity&& other) noexcept : scope_(std::move(other.scope_)), key_(std::move(other.key_)) {
-    adopt_digest(other);
+  identity(const identity& other) : own_scope_(other.own_scope_), key_(other.key_) { adopt(other); }
+  identity(identity&& other) noexcept : own_scope_(std::move(other.own_scope_)), key_(std::move(other.key_)) {
+    adopt(other);
     other.digest_state_.store(no_digest, std::memory_order_relaxed);
   }
   identity& operator=(const identity& other) {
     if (this != &other) {
-      scope_ = other.scope_;
+      own_scope_ = other.own_scope_;
       key_ = other.key_;
-      adopt_digest(other);
+      adopt(other);
     }
     return *this;
   }
   identity& operator=(identity&& other) noexcept {
     if (this != &other) {
-      scope_ = std::move(other.scope_);
+      own_scope_ = std::move(other.own_scope_);
       key_ = std::move(other.key_);
-      adopt_digest(other);
+      adopt(other);
       other.digest_state_.store(no_digest, std::memory_order_relaxed);
     }
     return *this;
   }
   ~identity() = default;
 
-  const std::string& scope() const noexcept { return scope_; }
+  const std::string& scope() const noexcept { return *scope_; }
   // The raw key. Client data: never log it.
   const std::string& key() const noexcept { return key_; }
 
@@ -90,13 +112,15 @@ class identity {
   std::string to_string() const;
 
   friend bool operator==(const identity& a, const identity& b) noexcept {
-    return a.scope_ == b.scope_ && a.key_ == b.key_;
+    return (a.scope_ == b.scope_ || *a.scope_ == *b.scope_) && a.key_ == b.key_;
   }
 
  private:
   enum digest_state : std::uint8_t { no_digest, writing_digest, has_digest };
-  // Takes `other`'s digest if it has one, else forgets its own. `other`'s key is already ours.
-  void adopt_digest(const identity& other) noexcept {
+  // Takes the rest of `other` once its strings are ours: where its scope is (our own copy, or the
+  // kept name it refers to) and its digest if it has one (else forgets ours).
+  void adopt(const identity& other) noexcept {
+    scope_ = other.scope_ == &other.own_scope_ ? &own_scope_ : other.scope_;
     if (other.digest_state_.load(std::memory_order_acquire) == has_digest) {
       digest_ = other.digest_;
       digest_state_.store(has_digest, std::memory_order_relaxed);
@@ -105,7 +129,8 @@ class identity {
     }
   }
 
-  std::string scope_;
+  std::string own_scope_;                  // empty when the scope is a static_scope's
+  const std::string* scope_ = &own_scope_;  // own_scope_, or a static_scope's kept name
   std::string key_;
   mutable std::array<unsigned char, 32> digest_{};
   // Written once, by the first caller of key_digest() that claims it; readers take digest_ only

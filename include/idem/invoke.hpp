@@ -111,11 +111,18 @@ IDEM_DETAIL_MEMBER_TRAITS(const&&)
 template <auto F>
 using result_of = typename function_traits<decltype(F)>::result;
 
+// Policy's scope, checked and kept on first use: its calls then allocate nothing for it.
+template <class Policy>
+const static_scope& scope_of() {
+  static const static_scope kept(Policy::scope);
+  return kept;
+}
+
 // The context of one call under Policy: its scope, its key expression over `args`, its options.
 template <class Policy, class... Args>
 context context_of(engine& eng, Args&... args) {
   static_cast<void>(Policy::registered);  // links the generated registration into the program
-  return eng.make_context(std::string(Policy::scope), Policy::key(args...), Policy::options());
+  return eng.make_context(scope_of<Policy>(), Policy::key(args...), Policy::options());
 }
 
 // An in-flight answer to a guarded call of a value-returning function: the engine's outcome

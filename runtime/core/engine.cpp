@@ -154,18 +154,35 @@ void engine::check_policy(const detail::policy_info& policy) const {
         where, store_.name()));
 }
 
-context engine::make_context(std::string scope, std::string key, const call_options& options,
-                             std::optional<std::string> fingerprint) const {
+namespace {
+
+// make_context's rule for both of its forms: the identity made in place from `identity_args` (a move
+// of it would cost every call), the options and their defaults, then validate().
+template <class... IdentityArgs>
+context make_context_with(const config& defaults, const call_options& options, std::optional<std::string> fingerprint,
+                          IdentityArgs&&... identity_args) {
   context ctx{
-      .id = identity(std::move(scope), std::move(key)),
-      .ttl = options.ttl.value_or(core_->config_.default_ttl),
-      .lease = options.lease.value_or(core_->config_.default_lease),
-      .wait = options.wait.value_or(core_->config_.default_wait),
-      .completion = options.completion.value_or(core_->config_.default_completion),
+      .id = identity(std::forward<IdentityArgs>(identity_args)...),
+      .ttl = options.ttl.value_or(defaults.default_ttl),
+      .lease = options.lease.value_or(defaults.default_lease),
+      .wait = options.wait.value_or(defaults.default_wait),
+      .completion = options.completion.value_or(defaults.default_completion),
       .fingerprint = std::move(fingerprint),
   };
   ctx.validate();
   return ctx;
+}
+
+}  // namespace
+
+context engine::make_context(std::string scope, std::string key, const call_options& options,
+                             std::optional<std::string> fingerprint) const {
+  return make_context_with(core_->config_, options, std::move(fingerprint), std::move(scope), std::move(key));
+}
+
+context engine::make_context(static_scope scope, std::string key, const call_options& options,
+                             std::optional<std::string> fingerprint) const {
+  return make_context_with(core_->config_, options, std::move(fingerprint), scope, std::move(key));
 }
 
 void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer) {

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 #include <openssl/evp.h>
 
@@ -84,11 +86,51 @@ std::string to_hex(const unsigned char* bytes, std::size_t size) {
   return out;
 }
 
-identity::identity(std::string scope, std::string key) : scope_(std::move(scope)), key_(std::move(key)) {
-  if (std::string problem = scope_problem(scope_); !problem.empty())
-    throw configuration_error(fmt::format("invalid scope '{}': {}", scope_.substr(0, max_scope_length), problem));
-  if (std::string problem = key_problem(key_); !problem.empty())
-    throw invalid_key_error(fmt::format("invalid idempotency key for scope '{}': {}", scope_, problem));
+namespace {
+
+[[noreturn]] void refuse_scope(std::string_view scope, const std::string& problem) {
+  throw configuration_error(fmt::format("invalid scope '{}': {}", scope.substr(0, max_scope_length), problem));
+}
+
+[[noreturn]] void refuse_key(std::string_view scope, const std::string& problem) {
+  throw invalid_key_error(fmt::format("invalid idempotency key for scope '{}': {}", scope, problem));
+}
+
+// Inline on every call's path; the refusals, which format a message, are not.
+inline void check_scope(std::string_view scope) {
+  if (std::string problem = scope_problem(scope); !problem.empty()) refuse_scope(scope, problem);
+}
+
+inline void check_key(std::string_view scope, std::string_view key) {
+  if (std::string problem = key_problem(key); !problem.empty()) refuse_key(scope, problem);
+}
+
+// The kept names of every static_scope: a node-based set, so a name never moves, and never freed,
+// since identities referring to a name may be destroyed during the program's exit.
+const std::string* kept_scope(std::string_view name) {
+  struct kept_names {
+    std::mutex mutex;
+    std::unordered_set<std::string> names;
+  };
+  static kept_names* const kept = new kept_names;
+  std::lock_guard lock(kept->mutex);
+  return &*kept->names.emplace(name).first;
+}
+
+}  // namespace
+
+static_scope::static_scope(std::string_view name) {
+  check_scope(name);
+  name_ = kept_scope(name);
+}
+
+identity::identity(std::string scope, std::string key) : own_scope_(std::move(scope)), key_(std::move(key)) {
+  check_scope(own_scope_);
+  check_key(own_scope_, key_);
+}
+
+identity::identity(static_scope scope, std::string key) : scope_(&scope.name()), key_(std::move(key)) {
+  check_key(*scope_, key_);
 }
 
 // Built by appending: `"#" + std::string` inserts at the front, which g++ 12 at -O3 reports as an
@@ -116,8 +158,8 @@ std::string identity::masked_key() const { return masked_digest(key_digest()); }
 
 std::string identity::to_string() const {
   std::string out;
-  out.reserve(scope_.size() + 10);
-  out.append(scope_).append(1, '/').append(masked_key());
+  out.reserve(scope().size() + 10);
+  out.append(scope()).append(1, '/').append(masked_key());
   return out;
 }
 

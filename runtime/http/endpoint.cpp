@@ -153,12 +153,20 @@ response handler_failed_answer() {
 
 }  // namespace
 
-endpoint::endpoint(engine& eng, endpoint_options options) : engine_(eng), options_(std::move(options)) {
-  if (std::string why = scope_problem(options_.scope); !why.empty())
-    throw configuration_error("endpoint scope: " + why);
+namespace {
+
+static_scope endpoint_scope(std::string_view scope) {
+  if (std::string why = scope_problem(scope); !why.empty()) throw configuration_error("endpoint scope: " + why);
+  return static_scope(scope);
+}
+
+}  // namespace
+
+endpoint::endpoint(engine& eng, endpoint_options options)
+    : engine_(eng), options_(std::move(options)), scope_(endpoint_scope(options_.scope)) {
   options_.protocol.validate();
   // The engine's own rules for ttl, lease and waitTimeout, checked now rather than on a request.
-  static_cast<void>(engine_.make_context(options_.scope, "configuration-check", options_.call));
+  static_cast<void>(engine_.make_context(scope_, "configuration-check", options_.call));
 }
 
 endpoint::~endpoint() = default;
@@ -216,7 +224,7 @@ class endpoint::guarded_call {
     }
     const auto fp_digest = sha256(fingerprint_bytes);
     try {
-      ctx_.emplace(ep_.engine_.make_context(ep_.options_.scope, std::move(record_key), ep_.options_.call,
+      ctx_.emplace(ep_.engine_.make_context(ep_.scope_, std::move(record_key), ep_.options_.call,
                                             to_hex(fp_digest.data(), fp_digest.size())));
     } catch (const std::exception& e) {  // validated at construction; only a broken invariant lands here
       report(log_level::error, ep_.options_.scope + ": cannot build the context: " + e.what());

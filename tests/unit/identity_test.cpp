@@ -87,6 +87,68 @@ TEST_CASE("identity: scope rules are enforced with configuration_error", "[ident
   CHECK_NOTHROW(idem::identity("Orders v2", "k"));
 }
 
+TEST_CASE("static_scope: checked once, kept once per name, referred to by identities", "[identity]") {
+  CHECK_THROWS_AS(idem::static_scope(""), idem::configuration_error);
+  CHECK_THROWS_WITH(idem::static_scope("A:b"), Catch::Contains("must not contain ':'"));
+  CHECK_THROWS_AS(idem::static_scope(std::string(129, 's')), idem::configuration_error);
+
+  const idem::static_scope orders("Orders.placeOrder");  // longer than std::string keeps inline
+  CHECK(orders.name() == "Orders.placeOrder");
+  CHECK(&idem::static_scope(std::string("Orders.") + "placeOrder").name() == &orders.name());  // one kept copy
+
+  const idem::identity kept(orders, "key-1");
+  CHECK(&kept.scope() == &orders.name());  // referred to, not copied
+  CHECK(kept == idem::identity("Orders.placeOrder", "key-1"));
+  CHECK(kept.to_string() == idem::identity("Orders.placeOrder", "key-1").to_string());
+  CHECK_THROWS_AS(idem::identity(orders, ""), idem::invalid_key_error);
+}
+
+TEST_CASE("static_scope: threads that keep one name at once share one copy", "[identity][concurrency]") {
+  std::vector<const std::string*> kept(8, nullptr);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < kept.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        // A name per round, so that the threads race to insert it, not only to find it.
+        const idem::static_scope scope("Concurrent.scope" + std::to_string(i));
+        if (i == 49) kept[t] = &scope.name();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::string* name : kept) CHECK(name == &idem::static_scope("Concurrent.scope49").name());
+}
+
+TEST_CASE("identity: copies and moves keep their scope, kept or their own", "[identity]") {
+  const idem::static_scope orders("Orders.placeOrder");
+  idem::identity owning("Owned.scope.name", "k1");
+  idem::identity kept(orders, "k2");
+
+  idem::identity copy_of_owning(owning);
+  CHECK(&copy_of_owning.scope() != &owning.scope());  // its own copy, not the original's
+  CHECK(copy_of_owning.scope() == "Owned.scope.name");
+  idem::identity copy_of_kept(kept);
+  CHECK(&copy_of_kept.scope() == &orders.name());
+
+  copy_of_kept = owning;  // a kept scope replaced by an owned one
+  CHECK(copy_of_kept.scope() == "Owned.scope.name");
+  CHECK(&copy_of_kept.scope() != &owning.scope());
+  copy_of_owning = kept;  // and the other way round
+  CHECK(&copy_of_owning.scope() == &orders.name());
+  CHECK(copy_of_owning == kept);
+
+  {
+    idem::identity temporary("Temporary.scope.name", "k3");
+    idem::identity moved(std::move(temporary));
+    temporary = idem::identity("Another.scope.name", "k4");  // the moved-from one, assigned again
+    CHECK(temporary.scope() == "Another.scope.name");
+    owning = std::move(moved);
+  }  // `temporary` and `moved` are gone: `owning` must not refer to either
+  CHECK(owning.scope() == "Temporary.scope.name");
+  CHECK(owning.to_string().starts_with("Temporary.scope.name/#"));
+  idem::identity moved_kept(std::move(kept));
+  CHECK(&moved_kept.scope() == &orders.name());
+}
+
 TEST_CASE("identity: a bad key is refused without quoting it", "[identity]") {
   CHECK_THROWS_AS(idem::identity("S.m", ""), idem::invalid_key_error);
   const std::string long_key(256, 'Q');

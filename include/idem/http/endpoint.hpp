@@ -159,6 +159,7 @@ class endpoint {
 
   engine& engine_;
   endpoint_options options_;
+  static_scope scope_;  // options_.scope, kept: a request allocates nothing for it
 };
 
 }  // namespace idem::http
