@@ -101,6 +101,14 @@ TEST_CASE("static_scope: checked once, kept once per name, referred to by identi
   CHECK(kept == idem::identity("Orders.placeOrder", "key-1"));
   CHECK(kept.to_string() == idem::identity("Orders.placeOrder", "key-1").to_string());
   CHECK_THROWS_AS(idem::identity(orders, ""), idem::invalid_key_error);
+  try {  // the kept-scope path refuses a key with the same message, which never quotes it
+    idem::identity(orders, std::string(256, 'Q'));
+    FAIL("expected invalid_key_error");
+  } catch (const idem::invalid_key_error& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Catch::Contains("255 bytes") && Catch::Contains("Orders.placeOrder"));
+    CHECK(message.find("QQQQ") == std::string::npos);
+  }
 }
 
 TEST_CASE("static_scope: threads that keep one name at once share one copy", "[identity][concurrency]") {
