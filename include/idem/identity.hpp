@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +41,15 @@ void append_hex(std::string& out, const unsigned char* bytes, std::size_t size);
 // every message (identity::masked_key, and records read back by their digest).
 std::string masked_digest(const std::array<unsigned char, 32>& digest);
 
+namespace detail {
+// A static_scope's name, kept for the rest of the program together with its hash (the scope's part
+// of identity::hash, computed once per name instead of once per call).
+struct kept_scope {
+  std::string name;
+  std::size_t hash;
+};
+}  // namespace detail
+
 // idem::static_scope
 //
 // A scope checked once and kept until the program ends, for the many calls made under one name (a
@@ -53,10 +63,11 @@ class static_scope {
   // Throws configuration_error if `name` breaks the scope rules (scope_problem).
   explicit static_scope(std::string_view name);
 
-  const std::string& name() const noexcept { return *name_; }
+  const std::string& name() const noexcept { return kept_->name; }
 
  private:
-  const std::string* name_;  // in the process-wide set of kept names, never freed
+  friend class identity;
+  const detail::kept_scope* kept_;  // in the process-wide set of kept names, never freed
 };
 
 // idem::identity
@@ -70,12 +81,12 @@ class identity {
   // The same under an already checked, kept scope, which the identity refers to without copying it.
   // Throws invalid_key_error if `key` breaks the key rules.
   identity(static_scope scope, std::string key);
-  // Copies carry the key's digest once it was computed; a moved-from identity has none. Inline:
-  // every call copies or moves its identity a few times.
+  // Copies carry the key's digest and the hash once computed; a moved-from identity has neither.
+  // Inline: every call copies or moves its identity a few times.
   identity(const identity& other) : own_scope_(other.own_scope_), key_(other.key_) { adopt(other); }
   identity(identity&& other) noexcept : own_scope_(std::move(other.own_scope_)), key_(std::move(other.key_)) {
     adopt(other);
-    other.digest_state_.store(no_digest, std::memory_order_relaxed);
+    other.forget_derived();
   }
   identity& operator=(const identity& other) {
     if (this != &other) {
@@ -90,13 +101,13 @@ class identity {
       own_scope_ = std::move(other.own_scope_);
       key_ = std::move(other.key_);
       adopt(other);
-      other.digest_state_.store(no_digest, std::memory_order_relaxed);
+      other.forget_derived();
     }
     return *this;
   }
   ~identity() = default;
 
-  const std::string& scope() const noexcept { return *scope_; }
+  const std::string& scope() const noexcept { return kept_ != nullptr ? kept_->name : own_scope_; }
   // The raw key. Client data: never log it.
   const std::string& key() const noexcept { return key_; }
 
@@ -105,6 +116,14 @@ class identity {
   // call from several threads at once.
   std::array<unsigned char, 32> key_digest() const;
 
+  // A hash of the scope and the key (equal identities hash alike, whichever scope constructor made
+  // them), for hash tables of records. Computed on the first call and kept (copies included), so
+  // the lookups of one call hash the key once. Safe to call from several threads at once.
+  [[nodiscard]] std::size_t hash() const noexcept {
+    const std::size_t kept = hash_.load(std::memory_order_relaxed);
+    return kept != no_hash ? kept : compute_hash();
+  }
+
   // `#xxxxxxxx`: the first four bytes of the key's SHA-256 in lowercase hex.
   std::string masked_key() const;
 
@@ -112,30 +131,46 @@ class identity {
   std::string to_string() const;
 
   friend bool operator==(const identity& a, const identity& b) noexcept {
-    return (a.scope_ == b.scope_ || *a.scope_ == *b.scope_) && a.key_ == b.key_;
+    return ((a.kept_ != nullptr && a.kept_ == b.kept_) || a.scope() == b.scope()) && a.key_ == b.key_;
   }
 
  private:
   enum digest_state : std::uint8_t { no_digest, writing_digest, has_digest };
-  // Takes the rest of `other` once its strings are ours: where its scope is (our own copy, or the
-  // kept name it refers to) and its digest if it has one (else forgets ours).
+  static constexpr std::size_t no_hash = 0;  // a computed hash of 0 is kept as 1
+
+  // Takes the rest of `other` once its strings are ours: the kept scope it refers to (if any), its
+  // digest and its hash if it has them (else forgets ours).
   void adopt(const identity& other) noexcept {
-    scope_ = other.scope_ == &other.own_scope_ ? &own_scope_ : other.scope_;
+    kept_ = other.kept_;
     if (other.digest_state_.load(std::memory_order_acquire) == has_digest) {
       digest_ = other.digest_;
       digest_state_.store(has_digest, std::memory_order_relaxed);
     } else {
       digest_state_.store(no_digest, std::memory_order_relaxed);
     }
+    hash_.store(other.hash_.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
+  // A moved-from identity's strings changed: what was derived from them no longer holds.
+  void forget_derived() noexcept {
+    digest_state_.store(no_digest, std::memory_order_relaxed);
+    hash_.store(no_hash, std::memory_order_relaxed);
+  }
+  std::size_t compute_hash() const noexcept;
 
-  std::string own_scope_;                  // empty when the scope is a static_scope's
-  const std::string* scope_ = &own_scope_;  // own_scope_, or a static_scope's kept name
+  std::string own_scope_;                      // empty when the scope is a static_scope's
+  const detail::kept_scope* kept_ = nullptr;  // the static_scope's kept name, or null: own_scope_
   std::string key_;
   mutable std::array<unsigned char, 32> digest_{};
   // Written once, by the first caller of key_digest() that claims it; readers take digest_ only
   // after seeing has_digest.
   mutable std::atomic<std::uint8_t> digest_state_{no_digest};
+  mutable std::atomic<std::size_t> hash_{no_hash};  // a value, not a claim: racing writers store the same
 };
 
 }  // namespace idem
+
+// Identities as keys of std::unordered_map and friends: identity::hash().
+template <>
+struct std::hash<idem::identity> {
+  std::size_t operator()(const idem::identity& id) const noexcept { return id.hash(); }
+};

@@ -61,7 +61,7 @@ class memory_store final : public store {
   struct shard;
   struct waiter;
   struct ready_list;  // answers to hand to waiters once their shard's lock is released
-  // The shard owning the record whose composite key (`scope ':' key`) hashes to `hash`.
+  // The shard owning the records whose identities hash to `hash` (identity::hash).
   shard& shard_for(std::size_t hash) const;
 
   // Looks at ctx's record once. Returns true with `answered` set, or registers a waiter whose
@@ -70,9 +70,9 @@ class memory_store final : public store {
   // the thread requesting `cancel`.
   bool look_or_wait(const context& ctx, cancellation* cancel,
                     detail::function_ref<async_handler<acquire_result>()> make_handler, acquire_result& answered);
-  // Under the shard's lock: the waiters of `key` (every waiter when empty) look again; those
-  // answered move to `ready`.
-  void relook_locked(shard& s, std::string_view key, ready_list& ready);
+  // Under the shard's lock: the waiters of `id`'s record (every waiter when null) look again;
+  // those answered move to `ready`.
+  void relook_locked(shard& s, const identity* id, ready_list& ready);
   // Looks again for waiter `index`; answered, it moves to `ready` (true); else its timer is set.
   bool settle_locked(shard& s, std::size_t index, std::chrono::steady_clock::time_point now, ready_list& ready);
   void arm_locked(shard& s, std::size_t index, std::chrono::steady_clock::time_point wake);

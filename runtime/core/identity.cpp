@@ -4,8 +4,9 @@
 
 #include <array>
 #include <cstring>
+#include <memory>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 #include <openssl/evp.h>
 
@@ -105,23 +106,32 @@ inline void check_key(std::string_view scope, std::string_view key) {
   if (std::string problem = key_problem(key); !problem.empty()) refuse_key(scope, problem);
 }
 
-// The kept names of every static_scope: a node-based set, so a name never moves, and never freed,
+// The scope's part of identity::hash: one rule for scopes owned and kept.
+std::size_t scope_hash(std::string_view scope) noexcept { return std::hash<std::string_view>{}(scope); }
+
+// The kept names of every static_scope: each kept on its own, so it never moves, and never freed,
 // since identities referring to a name may be destroyed during the program's exit.
-const std::string* kept_scope(std::string_view name) {
+const detail::kept_scope* keep_scope(std::string_view name) {
   struct kept_names {
     std::mutex mutex;
-    std::unordered_set<std::string> names;
+    std::unordered_map<std::string_view, std::unique_ptr<const detail::kept_scope>> names;  // views of the kept names
   };
   static kept_names* const kept = new kept_names;
   std::lock_guard lock(kept->mutex);
-  return &*kept->names.emplace(name).first;
+  auto it = kept->names.find(name);
+  if (it == kept->names.end()) {
+    auto entry = std::make_unique<const detail::kept_scope>(detail::kept_scope{std::string(name), scope_hash(name)});
+    const std::string_view stable = entry->name;
+    it = kept->names.emplace(stable, std::move(entry)).first;
+  }
+  return it->second.get();
 }
 
 }  // namespace
 
 static_scope::static_scope(std::string_view name) {
   check_scope(name);
-  name_ = kept_scope(name);
+  kept_ = keep_scope(name);
 }
 
 identity::identity(std::string scope, std::string key) : own_scope_(std::move(scope)), key_(std::move(key)) {
@@ -129,8 +139,8 @@ identity::identity(std::string scope, std::string key) : own_scope_(std::move(sc
   check_key(own_scope_, key_);
 }
 
-identity::identity(static_scope scope, std::string key) : scope_(&scope.name()), key_(std::move(key)) {
-  check_key(*scope_, key_);
+identity::identity(static_scope scope, std::string key) : kept_(scope.kept_), key_(std::move(key)) {
+  check_key(kept_->name, key_);
 }
 
 // Built by appending: `"#" + std::string` inserts at the front, which g++ 12 at -O3 reports as an
@@ -152,6 +162,15 @@ std::array<unsigned char, 32> identity::key_digest() const {
     digest_state_.store(has_digest, std::memory_order_release);
   }
   return digest;
+}
+
+std::size_t identity::compute_hash() const noexcept {
+  std::size_t h = std::hash<std::string_view>{}(key_);
+  h ^= (kept_ != nullptr ? kept_->hash : scope_hash(own_scope_)) + 0x9e3779b97f4a7c15ULL + (h << 6) +
+       (h >> 2);  // boost::hash_combine's step
+  if (h == no_hash) h = 1;
+  hash_.store(h, std::memory_order_relaxed);
+  return h;
 }
 
 std::string identity::masked_key() const { return masked_digest(key_digest()); }

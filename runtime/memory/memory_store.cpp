@@ -1,11 +1,12 @@
 // runtime/memory/memory_store.cpp — idem::memory_store, the embedded default store.
 //
-// Layout: a power-of-two array of shards. A record lives in the shard its composite key
-// `scope ':' key` hashes to (unambiguous: a scope never contains ':'). Each shard is one
-// std::mutex, one std::unordered_map and one std::condition_variable, so every operation takes
-// exactly one lock. Lookups build the composite key in a stack buffer and search the map with a
-// precomputed hash (heterogeneous lookup): a replay allocates nothing but the payload it returns,
-// a first call allocates the map node and its strings.
+// Layout: a power-of-two array of shards. A record lives in the shard its identity's hash
+// (identity::hash, computed once per call and kept by the identity) selects. Each shard is one
+// std::mutex, one std::unordered_map and a list of waiters, so every operation takes exactly one
+// lock. The map's key is the composite `scope ':' key` (unambiguous: a scope never contains ':'),
+// kept inside the node; lookups search with the identity itself (heterogeneous lookup), comparing
+// its scope and key to that text without composing it: a replay allocates nothing but the payload
+// it returns, a first call allocates its map node.
 //
 // Waiting: a duplicate that finds the record held registers a waiter on its shard (blocking
 // callers and asynchronous ones alike) and a timer at the sooner of its deadline and the holder's
@@ -46,66 +47,74 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 
-// The composite key `scope ':' key`, built without allocating for keys within the identity limits.
-// Not copyable: view() points into the object itself.
-class composite_key {
+// A record's identity as its shard's map holds it: the composite key `scope ':' key` and the
+// identity's hash. The text is kept inside the map's node for the keys most services use, so that
+// a record costs one allocation; a longer one spills to the heap. Built in place in its node and
+// never moved (the map moves nodes, not keys).
+class stored_key {
  public:
-  explicit composite_key(const identity& id) {
+  explicit stored_key(const identity& id) : hash_(id.hash()) {
     const std::string& scope = id.scope();
     const std::string& key = id.key();
-    size_ = scope.size() + 1 + key.size();
-    char* out = nullptr;
-    if (size_ <= inline_.size()) {
-      out = inline_.data();
-    } else {  // unreachable for a validated identity; kept so a limit change cannot overflow
-      spilled_.resize(size_);
-      out = spilled_.data();
+    size_ = static_cast<std::uint32_t>(scope.size() + 1 + key.size());
+    char* out = inline_.data();
+    if (size_ > inline_.size()) {
+      spilled_ = std::make_unique<char[]>(size_);
+      out = spilled_.get();
     }
     std::memcpy(out, scope.data(), scope.size());
     out[scope.size()] = ':';
     std::memcpy(out + scope.size() + 1, key.data(), key.size());
-    data_ = out;
   }
-  composite_key(const composite_key&) = delete;
-  composite_key& operator=(const composite_key&) = delete;
+  stored_key(const stored_key&) = delete;
+  stored_key& operator=(const stored_key&) = delete;
 
-  std::string_view view() const noexcept { return {data_, size_}; }
+  std::size_t hash() const noexcept { return hash_; }
+  std::string_view text() const noexcept { return {spilled_ ? spilled_.get() : inline_.data(), size_}; }
+
+  // Whether this is the record of `id`, whose hash is `id_hash`, compared without composing `id`'s
+  // key: the hashes first, which tells most other records apart at once.
+  bool names(const identity& id, std::size_t id_hash) const noexcept {
+    if (hash_ != id_hash) return false;
+    const std::string& scope = id.scope();
+    const std::string& key = id.key();
+    const std::string_view text = this->text();
+    // The ':' pins the split: a scope has none, so only this scope and this key compose `text`.
+    return text.size() == scope.size() + 1 + key.size() && text[scope.size()] == ':' && text.ends_with(key) &&
+           text.starts_with(scope);
+  }
 
  private:
-  std::array<char, max_scope_length + 1 + max_key_length> inline_;
-  std::string spilled_;
-  const char* data_ = nullptr;
-  std::size_t size_ = 0;
+  std::unique_ptr<char[]> spilled_;  // null while the text fits inline_
+  std::size_t hash_;
+  std::uint32_t size_;
+  // 60 characters: a UUID key (36) under a scope of up to 23, or a 22-byte key under one of up to
+  // 37. The node (map link, key, record) is then 152 bytes, one 160-byte malloc chunk, where a
+  // std::string's own allocation made two chunks of 176 bytes or more together.
+  std::array<char, 60> inline_;
 };
 
-// A composite key with its hash computed once: selects the shard and searches its map.
-struct hashed_key {
-  std::string_view text;
-  std::size_t hash;
-};
+static_assert(sizeof(stored_key) == 80, "the stored key's size the node's layout is chosen for");
 
-// The hash of a composite key, computed once per operation (std::hash of a string).
-std::size_t hash_of(std::string_view text) noexcept { return std::hash<std::string_view>{}(text); }
-
-// A record's key in its shard's map, carrying the hash computed when it was claimed: inserting it
-// and rehashing the map never hash the text again.
-struct stored_key {
-  std::string text;
+// What a lookup searches the map with: the identity itself, hashed once (identity::hash keeps it).
+struct looked_up {
+  const identity& id;
   std::size_t hash;
+  explicit looked_up(const identity& i) : id(i), hash(i.hash()) {}
 };
 
 struct key_hash {
   using is_transparent = void;
   // noexcept and cheap, so libstdc++ does not cache a second copy of the hash in each node.
-  std::size_t operator()(const stored_key& key) const noexcept { return key.hash; }
-  std::size_t operator()(const hashed_key& key) const noexcept { return key.hash; }
+  std::size_t operator()(const stored_key& key) const noexcept { return key.hash(); }
+  std::size_t operator()(const looked_up& key) const noexcept { return key.hash; }
 };
 
 struct key_equal {
   using is_transparent = void;
-  bool operator()(const stored_key& a, const stored_key& b) const noexcept { return a.text == b.text; }
-  bool operator()(const hashed_key& a, const stored_key& b) const noexcept { return a.text == b.text; }
-  bool operator()(const stored_key& a, const hashed_key& b) const noexcept { return a.text == b.text; }
+  bool operator()(const stored_key& a, const stored_key& b) const noexcept { return a.text() == b.text(); }
+  bool operator()(const looked_up& a, const stored_key& b) const noexcept { return b.names(a.id, a.hash); }
+  bool operator()(const stored_key& a, const looked_up& b) const noexcept { return a.names(b.id, b.hash); }
 };
 
 enum class lease_lost_reason { absent, complete, other_token };
@@ -173,13 +182,10 @@ static_assert(sizeof(memory_record) <= 64, "a stored record's fixed part fits on
 // A caller waiting for a record's holder: a blocking try_acquire or an async_try_acquire.
 // Registered in its shard while it waits; guarded by the shard's mutex.
 struct memory_store::waiter {
-  waiter(const context& c, std::string k, std::size_t h, cancellation* cancel_request,
-         async_handler<acquire_result> handler)
-      : ctx(c), key(std::move(k)), hash(h), cancel(cancel_request), done(std::move(handler)) {}
+  waiter(const context& c, cancellation* cancel_request, async_handler<acquire_result> handler)
+      : ctx(c), cancel(cancel_request), done(std::move(handler)) {}
 
-  const context ctx;
-  const std::string key;  // the composite key
-  const std::size_t hash;
+  const context ctx;  // its identity keeps its hash
   std::optional<detail::waiter_count::scope> counted;  // while registered
   cancellation* const cancel;  // may be null
   async_handler<acquire_result> done;
@@ -270,12 +276,13 @@ namespace {
 // stolen record, replays a complete one (true, the answer written to `out`), or reports when the
 // holder's lease ends (false).
 template <class Records>
-bool look(Records& records, const hashed_key& key, const context& ctx, steady::time_point now, acquire_result& out,
+bool look(Records& records, const context& ctx, steady::time_point now, acquire_result& out,
           steady::time_point& held_until) {
-  auto it = records.find(key);
+  auto it = records.find(looked_up(ctx.id));
   if (it == records.end()) {
     const lease_token token = lease_token::generate();
-    records.try_emplace(stored_key{std::string(key.text), key.hash}).first->second.acquire(ctx, token, now);
+    records.emplace(std::piecewise_construct, std::forward_as_tuple(ctx.id), std::forward_as_tuple())
+        .first->second.acquire(ctx, token, now);
     out = acquired{token};
     return true;
   }
@@ -317,7 +324,7 @@ bool memory_store::settle_locked(shard& s, std::size_t index, steady::time_point
   waiter& w = *s.waiters[index];
   acquire_result answer{in_flight{}};
   steady::time_point held_until{};
-  const bool answered = look(s.records, hashed_key{w.key, w.hash}, w.ctx, now, answer, held_until);
+  const bool answered = look(s.records, w.ctx, now, answer, held_until);
   if (!answered && now >= w.deadline) answer = in_flight{remaining_lease(held_until, now)};
   if (answered || now >= w.deadline) {
     ready.add(take_locked(s, index), std::move(answer));
@@ -334,11 +341,11 @@ void memory_store::arm_locked(shard& s, std::size_t index, steady::time_point wa
   w.timer = timers_->schedule(wake, [this, &s, weak = std::weak_ptr<waiter>(s.waiters[index])] { on_timer(s, weak); });
 }
 
-void memory_store::relook_locked(shard& s, std::string_view key, ready_list& ready) {
+void memory_store::relook_locked(shard& s, const identity* id, ready_list& ready) {
   if (s.waiters.empty()) return;
   const steady::time_point now = steady::now();
   for (std::size_t i = 0; i < s.waiters.size();) {
-    if (!key.empty() && s.waiters[i]->key != key) {
+    if (id != nullptr && !(s.waiters[i]->ctx.id == *id)) {
       ++i;
       continue;
     }
@@ -381,20 +388,18 @@ void memory_store::on_cancel(shard& s, const std::weak_ptr<waiter>& who) {
 bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
                                 detail::function_ref<async_handler<acquire_result>()> make_handler,
                                 acquire_result& answered) {
-  const composite_key composite(ctx.id);
-  const hashed_key key{composite.view(), hash_of(composite.view())};
-  shard& s = shard_for(key.hash);
+  shard& s = shard_for(ctx.id.hash());
   std::shared_ptr<waiter> refused;  // cancelled before it could wait
   {
     std::lock_guard lock(s.mutex);
     const steady::time_point now = steady::now();
     steady::time_point held_until{};
-    if (look(s.records, key, ctx, now, answered, held_until)) return true;
+    if (look(s.records, ctx, now, answered, held_until)) return true;
     if (ctx.wait <= std::chrono::milliseconds::zero()) {
       answered = in_flight{remaining_lease(held_until, now)};
       return true;
     }
-    auto w = std::make_shared<waiter>(ctx, std::string(key.text), key.hash, cancel, make_handler());
+    auto w = std::make_shared<waiter>(ctx, cancel, make_handler());
     w->deadline = saturating_add(now, ctx.wait);
     if (cancel != nullptr &&
         !cancel->install([this, &s, weak = std::weak_ptr<waiter>(w)] { on_cancel(s, weak); })) {
@@ -461,8 +466,7 @@ void memory_store::async_try_acquire(const context& ctx, cancellation* cancel, a
 
 void memory_store::complete(const identity& id, const lease_token& token, const payload& value,
                             std::chrono::milliseconds ttl) {
-  const composite_key composite(id);
-  const hashed_key key{composite.view(), hash_of(composite.view())};
+  const looked_up key(id);
   shard& s = shard_for(key.hash);
 
   // Copied before locking: a large body does not lengthen the critical section.
@@ -485,7 +489,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
       record.token = lease_token{};
       record.completed_at = std::chrono::system_clock::now();
       record.expires = saturating_add(steady::now(), ttl);
-      relook_locked(s, key.text, ready);
+      relook_locked(s, &id, ready);
     }
   }
   answer(ready);
@@ -493,8 +497,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
 }
 
 void memory_store::release(const identity& id, const lease_token& token) {
-  const composite_key composite(id);
-  const hashed_key key{composite.view(), hash_of(composite.view())};
+  const looked_up key(id);
   shard& s = shard_for(key.hash);
 
   std::optional<lease_lost_reason> lost;
@@ -510,7 +513,7 @@ void memory_store::release(const identity& id, const lease_token& token) {
       lost = lease_lost_reason::other_token;
     } else {
       s.records.erase(it);
-      relook_locked(s, key.text, ready);  // the first waiter acquires it afresh
+      relook_locked(s, &id, ready);  // the first waiter acquires it afresh
     }
   }
   answer(ready);
@@ -540,8 +543,7 @@ void memory_store::async_release(const identity& id, const lease_token& token, a
 }
 
 bool memory_store::extend(const identity& id, const lease_token& token, std::chrono::milliseconds lease) {
-  const composite_key composite(id);
-  const hashed_key key{composite.view(), hash_of(composite.view())};
+  const looked_up key(id);
   shard& s = shard_for(key.hash);
 
   std::lock_guard lock(s.mutex);
@@ -562,7 +564,7 @@ std::size_t memory_store::purge_expired() {
       const steady::time_point now = steady::now();
       const std::size_t removed =
           std::erase_if(s.records, [now](const auto& entry) { return entry.second.purgeable(now); });
-      if (removed > 0) relook_locked(s, {}, ready);
+      if (removed > 0) relook_locked(s, nullptr, ready);
       purged += removed;
     }
     answer(ready);

@@ -220,6 +220,36 @@ TEST_CASE("memory_store: any shard count works", "[memory]") {
   }
 }
 
+TEST_CASE("memory_store: a record is found whether its key fits inside the record or is stored apart", "[memory]") {
+  // The composite `scope ':' key` is kept inside the record up to 60 characters: keys on both sides
+  // of that limit, and at the identity limits, under scopes held both ways.
+  const idem::static_scope kept_scope("Layout.scope");  // 12 characters
+  idem::memory_store store(idem::memory_store_options{.shards = 1});  // one map: every record meets every other
+  std::vector<idem::identity> ids;
+  for (const std::size_t key_size : {std::size_t{1}, std::size_t{46}, std::size_t{47}, std::size_t{48},
+                                     idem::max_key_length}) {
+    ids.emplace_back(kept_scope, std::string(key_size, 'k'));
+    ids.emplace_back(std::string(idem::max_scope_length, 's'), std::string(key_size, 'k'));
+    ids.emplace_back("Layout.scope", std::string(key_size, 'j'));
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    store.complete(ids[i], require_acquired(store.try_acquire(make_context(ids[i], 5s, 0ms))),
+                   sample_payload(std::to_string(i)), 1h);
+  }
+  CHECK(store.size() == ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    INFO("record " << i);
+    CHECK(require_duplicate(store.try_acquire(make_context(ids[i], 5s, 0ms))).value.body == std::to_string(i));
+    // The same record under the scope held the other way (a string of the kept name).
+    const idem::identity same(std::string(ids[i].scope()), ids[i].key());
+    CHECK(require_duplicate(store.try_acquire(make_context(same, 5s, 0ms))).value.body == std::to_string(i));
+  }
+  // Another identity whose scope and key, joined by any character, spell a stored record's text.
+  const idem::identity shifted("Layout", "scope:" + std::string(46, 'k'));
+  require_acquired(store.try_acquire(make_context(shifted, 5s, 0ms)));
+  CHECK(store.size() == ids.size() + 1);
+}
+
 TEST_CASE("memory_store: lease_lost_error names the operation, the masked record and the reason", "[memory]") {
   idem::memory_store store;
   const auto id = fresh_identity("messages");

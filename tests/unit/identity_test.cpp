@@ -6,6 +6,7 @@
 
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -155,6 +156,34 @@ TEST_CASE("identity: copies and moves keep their scope, kept or their own", "[id
   CHECK(owning.to_string().starts_with("Temporary.scope.name/#"));
   idem::identity moved_kept(std::move(kept));
   CHECK(&moved_kept.scope() == &orders.name());
+}
+
+TEST_CASE("identity: hash() depends on the scope and the key, never on how the scope is held", "[identity]") {
+  const idem::static_scope orders("Orders.placeOrder");
+  const idem::identity kept(orders, "key-1");
+  const idem::identity owned("Orders.placeOrder", "key-1");
+  CHECK(kept.hash() == owned.hash());  // equal identities hash alike: one record, whichever constructor
+  CHECK(std::hash<idem::identity>{}(kept) == kept.hash());
+  CHECK(kept.hash() != idem::identity("Orders.placeOrder", "key-2").hash());
+  CHECK(kept.hash() != idem::identity("Orders.cancelOrder", "key-1").hash());
+  // The same characters split differently between scope and key are another identity.
+  CHECK(idem::identity("Ab", "c").hash() != idem::identity("A", "bc").hash());
+
+  idem::identity source("Temporary.scope.name", "k1");
+  const std::size_t before = source.hash();  // kept from here on
+  const idem::identity copy(source);
+  CHECK(copy.hash() == before);
+  idem::identity moved(std::move(source));
+  CHECK(moved.hash() == before);
+  source = idem::identity("Another.scope.name", "k2");  // the moved-from one, assigned again
+  CHECK(source.hash() == idem::identity("Another.scope.name", "k2").hash());
+  moved = source;  // an identity that kept a hash, assigned another: it keeps the new one
+  CHECK(moved.hash() == source.hash());
+  CHECK(moved.hash() != before);
+
+  std::unordered_set<idem::identity> set{kept, owned, idem::identity("Orders.placeOrder", "key-2")};
+  CHECK(set.size() == 2);
+  CHECK(set.contains(idem::identity(orders, "key-2")));
 }
 
 TEST_CASE("identity: a bad key is refused without quoting it", "[identity]") {
