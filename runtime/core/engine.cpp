@@ -274,10 +274,12 @@ bool engine_core::answered(const context& ctx, acquire_result& claim, raw_outcom
   return false;
 }
 
-heartbeat_scheduler::handle engine_core::begin_held(const context& ctx, const lease_token& token) {
+heartbeat_scheduler::handle engine_core::begin_held(const context& ctx, const lease_token& token,
+                                                   bool on_this_thread) {
   heartbeat_scheduler::handle heartbeat;
   try {
-    heartbeat = heartbeat_.start(ctx.id, token, ctx.lease);
+    heartbeat = on_this_thread ? heartbeat_.start_here(ctx.id, token, ctx.lease)
+                               : heartbeat_.start(ctx.id, token, ctx.lease);
   } catch (...) {
     release_quietly(ctx, token, "after its heartbeat could not start");
     throw;
@@ -346,7 +348,7 @@ raw_outcome engine_core::completion_failed(const context& ctx, const lease_token
 // No transaction: run, then complete on the store's own connection.
 raw_outcome engine_core::run_alone(const context& ctx, const lease_token& token, function_ref<void()> action,
                                    function_ref<payload()> encode) {
-  heartbeat_scheduler::handle heartbeat = begin_held(ctx, token);
+  heartbeat_scheduler::handle heartbeat = begin_held(ctx, token, /*on_this_thread=*/true);
   try {
     action();
   } catch (...) {
@@ -611,7 +613,7 @@ struct async_call : std::enable_shared_from_this<async_call> {
           if (tx != nullptr) {
             in_tx = core->enter_transaction(ctx, token, *tx);
           } else {
-            heartbeat = core->begin_held(ctx, token);
+            heartbeat = core->begin_held(ctx, token, /*on_this_thread=*/false);
           }
         }))
       return fail(std::move(refused));

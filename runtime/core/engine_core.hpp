@@ -49,8 +49,9 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   // after telling the listeners of a lease taken over.
   bool answered(const context& ctx, acquire_result& claim, raw_outcome& out);
   // The record is held: starts its heartbeat and notifies on_acquired. Releases and rethrows
-  // when the heartbeat cannot start.
-  heartbeat_scheduler::handle begin_held(const context& ctx, const lease_token& token);
+  // when the heartbeat cannot start. `on_this_thread`: the handle ends on this thread, nested
+  // calls' before it (a synchronous call), so the heartbeat registers without a lock.
+  heartbeat_scheduler::handle begin_held(const context& ctx, const lease_token& token, bool on_this_thread);
   // The completion was attempted (`failure` null when it succeeded): stops the heartbeat, then
   // reports the terminal. Follows the completion-failure policy: may throw.
   raw_outcome finish(const context& ctx, const lease_token& token, heartbeat_scheduler::handle& heartbeat,

@@ -1,6 +1,7 @@
 // runtime/core/heartbeat_scheduler.hpp — the threads of one engine that keep held leases alive.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -17,6 +18,8 @@
 #include <idem/store.hpp>
 
 namespace idem::detail {
+
+struct young_entry;  // a registration on its thread's own list (start_here), see heartbeat_scheduler.cpp
 
 // Extends every registered lease by its full length every lease/2; an extend that fails (throws)
 // is tried again after lease/8, so one failed attempt does not cost the lease.
@@ -35,6 +38,12 @@ namespace idem::detail {
 // not copy the identity either: most calls end before their first heartbeat is due, so an entry
 // refers to its registrant's identity and copies it (into storage that keeps its capacity) only
 // when its first extend is taken.
+//
+// A synchronous call registers without any lock (start_here): on a list of its own thread, which
+// the leader looks through every `young_scan`, moving the registrations it finds there (calls that
+// have run since its previous look) onto its own lists, due one period after that previous look.
+// The calls that end sooner, almost all of them, never touch the scheduler's lock. The leader looks
+// only while such registrations are being made, and only leases of at least 8 scans take that way.
 class heartbeat_scheduler {
  public:
   static constexpr std::size_t max_threads = 64;
@@ -42,8 +51,10 @@ class heartbeat_scheduler {
   // `log` must not throw (the engine passes its guarded sink). A lease length unused for
   // `forget_after` (and at least ten of its periods) stops counting for the idle wake-up
   // interval, so that one short-lease call does not keep an idle engine waking up often forever.
+  // start_here() registrations are looked for every `young_scan` while they are being made.
   heartbeat_scheduler(store& backing_store, log_sink log,
-                      std::chrono::milliseconds forget_after = std::chrono::minutes(1));
+                      std::chrono::milliseconds forget_after = std::chrono::minutes(1),
+                      std::chrono::milliseconds young_scan = std::chrono::milliseconds(250));
   ~heartbeat_scheduler();
   heartbeat_scheduler(const heartbeat_scheduler&) = delete;
   heartbeat_scheduler& operator=(const heartbeat_scheduler&) = delete;
@@ -52,7 +63,9 @@ class heartbeat_scheduler {
   class handle {
    public:
     handle() = default;
-    handle(handle&& other) noexcept : owner_(other.owner_), slot_(other.slot_) { other.owner_ = nullptr; }
+    handle(handle&& other) noexcept : owner_(other.owner_), slot_(other.slot_), young_(other.young_) {
+      other.owner_ = nullptr;
+    }
     handle& operator=(handle&& other) noexcept;
     ~handle() { cancel(); }
     // No extend starts after cancel() returns. Never waits for one already running: an extend
@@ -63,14 +76,27 @@ class heartbeat_scheduler {
    private:
     friend class heartbeat_scheduler;
     handle(heartbeat_scheduler* owner, std::uint32_t slot) : owner_(owner), slot_(slot) {}
+    handle(heartbeat_scheduler* owner, young_entry* young) : owner_(owner), young_(young) {}
     heartbeat_scheduler* owner_ = nullptr;
     std::uint32_t slot_ = 0;
+    young_entry* young_ = nullptr;  // set: registered by start_here, cancelled on the same thread
   };
 
   // Extends (`id`, `token`) by `lease` every lease/2 (at least every millisecond), and lease/8
   // after an extend that threw, until the handle is cancelled. `id` is referred to, not copied, until
   // the first extend: it must outlive the handle's registration (cancel it or destroy it first).
   [[nodiscard]] handle start(const identity& id, const lease_token& token, std::chrono::milliseconds lease);
+
+  // As start(), for a caller that cancels (or destroys) the handle on this same thread, nested
+  // registrations ending in reverse order, as a synchronous call does. Takes no lock for a lease
+  // of at least 8 `young_scan`s once such registrations are in use.
+  [[nodiscard]] handle start_here(const identity& id, const lease_token& token, std::chrono::milliseconds lease);
+
+  // Whether start_here() registers without a lock now. For tests.
+  bool registers_young() const noexcept { return young_enabled_.load(std::memory_order_relaxed); }
+  // How many start_here() registrations the leader has found still running and taken onto its
+  // lists so far. For tests.
+  std::size_t adopted_young() const;
 
   // How many threads the pool has now. For tests and statistics.
   std::size_t threads() const;
@@ -104,6 +130,17 @@ class heartbeat_scheduler {
   };
 
   void work();
+  // Under the lock: takes a free slot for (`id`, `token`, `lease`) due at `due` and links it.
+  std::uint32_t register_locked(const identity& id, const lease_token& token, std::chrono::milliseconds lease,
+                                clock::time_point due, clock::time_point now);
+  // start() for start_here(), turning start_here's lock-free way on.
+  handle start_locked(const identity& id, const lease_token& token, std::chrono::milliseconds lease,
+                      bool enable_young);
+  // As the leader, under the lock: moves the young registrations found onto the lists; turns the
+  // lock-free way off when it went unused for forget_after_.
+  void scan_young(clock::time_point now);
+  void adopt_young(clock::time_point published_after, clock::time_point now);
+  void cancel_young(young_entry& entry) noexcept;
   std::uint32_t take_due(std::unique_lock<std::mutex>& lock);
   void extend(std::uint32_t index, std::unique_lock<std::mutex>& lock);
   void own_identity(slot& s);
@@ -117,6 +154,14 @@ class heartbeat_scheduler {
   store& store_;
   log_sink log_;
   const std::chrono::milliseconds forget_after_;
+  const std::chrono::milliseconds young_scan_;
+  // Whether start_here() may register on its thread's list: set under the lock, cleared by the
+  // leader, read by registrants after publishing (the leader scans once more after clearing it).
+  std::atomic<bool> young_enabled_{false};
+  std::atomic<std::uint64_t> scans_{0};          // the leader's looks at the young lists so far
+  std::atomic<std::uint64_t> young_used_at_{0};  // scans_ at the latest start_here() that registered young
+  clock::time_point last_scan_;                  // under the lock: when the leader last looked
+  std::size_t adopted_young_ = 0;                // under the lock
   mutable std::mutex mutex_;
   std::condition_variable leader_wake_;  // the leader sleeps on it until the next due time
   std::condition_variable followers_;    // idle threads wait on it to become the leader
@@ -141,9 +186,11 @@ class heartbeat_stripes {
   // `count` stripes, at least 1; default_count() is the hardware's concurrency, at most 8.
   heartbeat_stripes(store& backing_store, const log_sink& log, std::size_t count = default_count());
 
-  // As heartbeat_scheduler::start, on the calling thread's stripe.
+  // As heartbeat_scheduler::start and start_here, on the calling thread's stripe.
   [[nodiscard]] heartbeat_scheduler::handle start(const identity& id, const lease_token& token,
                                                   std::chrono::milliseconds lease);
+  [[nodiscard]] heartbeat_scheduler::handle start_here(const identity& id, const lease_token& token,
+                                                       std::chrono::milliseconds lease);
 
   // How many threads the stripes have now, all together. For tests and statistics.
   std::size_t threads() const;
@@ -152,6 +199,8 @@ class heartbeat_stripes {
   static std::size_t default_count();
 
  private:
+  heartbeat_scheduler& this_thread_stripe();
+
   std::vector<std::unique_ptr<heartbeat_scheduler>> stripes_;
 };
 
