@@ -212,7 +212,10 @@ heartbeat_scheduler::handle heartbeat_scheduler::start_here(const identity& id, 
   entry->token = token;
   entry->lease = lease;
   entry->state.store(young_entry::held, std::memory_order_seq_cst);
-  young_used_at_.store(scans_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  // Written only when the leader has looked since: the line it shares stays clean between looks.
+  if (const std::uint64_t scan = scans_.load(std::memory_order_relaxed);
+      young_used_at_.load(std::memory_order_relaxed) != scan)
+    young_used_at_.store(scan, std::memory_order_relaxed);
   // The leader may have turned this way off meanwhile: its last look either found the entry, or
   // this load sees the switch (both sides are sequentially consistent) and the entry is withdrawn.
   if (!young_enabled_.load(std::memory_order_seq_cst)) {

@@ -112,7 +112,9 @@ struct key_hash {
 
 struct key_equal {
   using is_transparent = void;
-  bool operator()(const stored_key& a, const stored_key& b) const noexcept { return a.text() == b.text(); }
+  bool operator()(const stored_key& a, const stored_key& b) const noexcept {
+    return a.hash() == b.hash() && a.text() == b.text();  // the hashes first, as names() does
+  }
   bool operator()(const looked_up& a, const stored_key& b) const noexcept { return b.names(a.id, a.hash); }
   bool operator()(const stored_key& a, const looked_up& b) const noexcept { return a.names(b.id, b.hash); }
 };

@@ -241,7 +241,9 @@ TEST_CASE("heartbeat: a registration kept on its own thread is found, extended, 
   const idem::identity first("S.m", "first"), held("S.m", "held"), sentinel("S.m", "sentinel");
   CHECK_FALSE(scheduler.registers_young());
   {
-    auto h = scheduler.start_here(first, acquire(store, first, 40ms), 40ms);  // under the lock; turns the way on
+    // Under the lock; turns the way on. A 10 s lease: its first extend is due 5 s later, long after
+    // this cancel, however slowly the test runs.
+    auto h = scheduler.start_here(first, acquire(store, first, 10s), 10s);
   }
   CHECK(scheduler.registers_young());
   CHECK(scheduler.adopted_young() == 0);
