@@ -429,7 +429,9 @@ TEMPLATE_TEST_CASE("a slow handler outliving its lease is kept alive by the hear
     return true;
   };
   auto o = t.options();
-  o.call.lease = 100ms;  // heartbeat every 50 ms
+  // Heartbeat every 200 ms. With 100 ms (every 50 ms) a sanitizer run on a loaded 2-core runner
+  // stalled the heartbeat past the lease once (CI of fa72711, ASan): the duplicate stole the record.
+  o.call.lease = 400ms;
   o.call.wait = 30s;
   t.http.guard("POST", "/slow", t.engine, o, [&](const httplib::Request& req, httplib::Response& res) {
     release.wait();
