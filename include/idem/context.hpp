@@ -78,7 +78,17 @@ struct context {
 
   // Throws configuration_error naming the field, the value and the rule when ttl < 1 ms,
   // lease < 2 ms, wait < 0, or the fingerprint is shorter than 16, longer than 128 or not hex.
-  void validate() const;
+  // Inline for the common case (every call checks its context twice: in make_context and in the
+  // engine, since a caller may change it in between); anything to report is found out of line.
+  void validate() const {
+    if (duration_problem(duration_field::ttl, ttl).empty() && duration_problem(duration_field::lease, lease).empty() &&
+        duration_problem(duration_field::wait, wait).empty() && !fingerprint)
+      return;
+    validate_in_full();
+  }
+
+ private:
+  void validate_in_full() const;
 };
 
 // Per-function settings; an unset member takes the engine's configured default.

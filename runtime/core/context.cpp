@@ -24,7 +24,7 @@ std::string_view to_string(completion_mode mode) noexcept {
   return mode == completion_mode::autonomous ? "autonomous" : "join-transaction";
 }
 
-void context::validate() const {
+void context::validate_in_full() const {
   // Rendering the record hashes the key: do it only on the error paths.
   const auto record = [this] { return id.to_string(); };
   const std::pair<duration_field, std::chrono::milliseconds> durations[] = {

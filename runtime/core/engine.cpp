@@ -247,11 +247,13 @@ raw_outcome engine_core::run(const context& ctx, function_ref<void()> action, fu
   }
 
   acquire_result claim = store_.try_acquire(ctx);
-  raw_outcome answer;
-  if (answered(ctx, claim, answer)) return answer;
-  const lease_token token = std::get<acquired>(claim).token;
-  if (tx != nullptr) return run_in_transaction(ctx, token, *tx, action, encode);
-  return run_alone(ctx, token, action, encode);
+  raw_outcome answer;  // the one object returned: a replay's payload is not moved again
+  if (!answered(ctx, claim, answer)) {
+    const lease_token token = std::get<acquired>(claim).token;
+    answer = tx != nullptr ? run_in_transaction(ctx, token, *tx, action, encode)
+                           : run_alone(ctx, token, action, encode);
+  }
+  return answer;
 }
 
 bool engine_core::answered(const context& ctx, acquire_result& claim, raw_outcome& out) {

@@ -169,7 +169,13 @@ struct memory_record {
     completed_at = {};
   }
 
-  payload replayed_value() const { return value ? *value : payload::none(); }
+  // Writes this complete record's replay into `out`, its payload built in place (a payload is three
+  // containers: every move on a replay's way costs).
+  void replay_into(acquire_result& out) const {
+    duplicate& d = out.emplace<duplicate>();
+    if (value) d.value = *value;
+    d.completed_at = completed_at;
+  }
 
   // Whether purge_expired() may delete the record: its ttl passed and nobody holds it.
   bool purgeable(steady::time_point now) const noexcept {
@@ -297,7 +303,7 @@ bool look(Records& records, const context& ctx, steady::time_point now, acquire_
     } else if (record.fingerprint && ctx.fingerprint && *record.fingerprint != *ctx.fingerprint) {
       out = fingerprint_mismatch{*record.fingerprint, *ctx.fingerprint};
     } else {
-      out.emplace<duplicate>(record.replayed_value(), record.completed_at);
+      record.replay_into(out);
     }
     return true;
   }
@@ -428,8 +434,8 @@ acquire_result memory_store::try_acquire(const context& ctx) {
     acquire_result result{in_flight{}};
   };
   std::optional<blocking_wait> wait;
-  acquire_result answer{in_flight{}};
-  if (look_or_wait(ctx, nullptr,
+  acquire_result answer{in_flight{}};  // the one object returned: no move of a replay's payload
+  if (!look_or_wait(ctx, nullptr,
                    [&]() -> async_handler<acquire_result> {
                      blocking_wait& w = wait.emplace();
                      return [&w](std::exception_ptr error, acquire_result result) {
@@ -441,12 +447,12 @@ acquire_result memory_store::try_acquire(const context& ctx) {
                      };
                    },
                    answer)) {
-    return answer;
+    std::unique_lock lock(wait->mutex);
+    wait->answered.wait(lock, [&] { return wait->done; });
+    if (wait->error) std::rethrow_exception(std::move(wait->error));
+    answer = std::move(wait->result);
   }
-  std::unique_lock lock(wait->mutex);
-  wait->answered.wait(lock, [&] { return wait->done; });
-  if (wait->error) std::rethrow_exception(std::move(wait->error));
-  return std::move(wait->result);
+  return answer;
 }
 
 void memory_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {

@@ -220,8 +220,15 @@ TEST_CASE("context: validation names the field and never the key", "[identity]")
   CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("at least 16"));
   ctx.fingerprint = std::string(16, 'g');
   CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("hex"));
+  ctx.fingerprint = std::string(129, 'a');
+  CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("at most 128"));
   ctx.fingerprint = std::string(64, 'a');
   CHECK_NOTHROW(ctx.validate());
+  // Without a fingerprint, a context at every bound passes and one past any bound fails.
+  ctx.fingerprint.reset();
+  CHECK_NOTHROW(ctx.validate());
+  ctx.wait = -1ms;
+  CHECK_THROWS_WITH(ctx.validate(), Catch::Contains("wait"));
 }
 
 TEST_CASE("completion mode: parsing is case-insensitive and accepts '_' for '-'", "[identity]") {
