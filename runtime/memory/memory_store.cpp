@@ -14,7 +14,8 @@
 // the shard's lock, so the answer is the record's state at that moment) and answers those it can;
 // a timer re-looks and steals an expired lease or answers in flight; a cancellation answers
 // operation_cancelled. Handlers run after the lock is released. A blocking try_acquire waits for
-// its waiter's handler. Leases and expiry use steady_clock; completed_at is system_clock.
+// its waiter's handler. Leases and expiry use steady_clock; completed_at is system_clock. A replay
+// of a record far from its expiry reads only the kernel's coarse clock (detail::surely_in_future).
 #include <idem/memory_store.hpp>
 
 #include <algorithm>
@@ -39,6 +40,7 @@
 #include <idem/errors.hpp>
 
 #include "../core/caught.hpp"
+#include "../core/live_check.hpp"
 #include "../core/timer_queue.hpp"
 
 namespace idem {
@@ -280,25 +282,41 @@ memory_store::shard& memory_store::shard_for(std::size_t hash) const {
 
 namespace {
 
+// steady_clock::now(), read when first asked for: a replay of a record far from its expiry
+// decides without it (detail::surely_in_future), every other answer reads it once.
+class clock_reading {
+ public:
+  clock_reading() = default;
+  explicit clock_reading(steady::time_point now) : now_(now) {}
+  steady::time_point now() {
+    if (!now_) now_ = steady::now();
+    return *now_;
+  }
+
+ private:
+  std::optional<steady::time_point> now_;
+};
+
 // One look at `key`'s record for `ctx`, under its shard's lock: acquires an absent, expired or
 // stolen record, replays a complete one (true, the answer written to `out`), or reports when the
 // holder's lease ends (false).
 template <class Records>
-bool look(Records& records, const context& ctx, steady::time_point now, acquire_result& out,
+bool look(Records& records, const context& ctx, clock_reading& clock, acquire_result& out,
           steady::time_point& held_until) {
   auto it = records.find(looked_up(ctx.id));
   if (it == records.end()) {
     const lease_token token = lease_token::generate();
     records.emplace(std::piecewise_construct, std::forward_as_tuple(ctx.id), std::forward_as_tuple())
-        .first->second.acquire(ctx, token, now);
+        .first->second.acquire(ctx, token, clock.now());
     out = acquired{token};
     return true;
   }
   detail::memory_record& record = it->second;
   if (record.complete) {
-    if (record.expires <= now) {  // past its ttl: absent for this acquisition
+    if (!detail::surely_in_future(record.expires) && record.expires <= clock.now()) {
+      // past its ttl: absent for this acquisition
       const lease_token token = lease_token::generate();
-      record.acquire(ctx, token, now);
+      record.acquire(ctx, token, clock.now());
       out = acquired{token};
     } else if (record.fingerprint && ctx.fingerprint && *record.fingerprint != *ctx.fingerprint) {
       out = fingerprint_mismatch{*record.fingerprint, *ctx.fingerprint};
@@ -307,9 +325,9 @@ bool look(Records& records, const context& ctx, steady::time_point now, acquire_
     }
     return true;
   }
-  if (record.lease_expires <= now) {  // the holder's lease expired: steal it
+  if (record.lease_expires <= clock.now()) {  // the holder's lease expired: steal it
     const lease_token token = lease_token::generate();
-    record.acquire(ctx, token, now);
+    record.acquire(ctx, token, clock.now());
     out = acquired{token, /*took_over=*/true};
     return true;
   }
@@ -332,7 +350,8 @@ bool memory_store::settle_locked(shard& s, std::size_t index, steady::time_point
   waiter& w = *s.waiters[index];
   acquire_result answer{in_flight{}};
   steady::time_point held_until{};
-  const bool answered = look(s.records, w.ctx, now, answer, held_until);
+  clock_reading clock(now);
+  const bool answered = look(s.records, w.ctx, clock, answer, held_until);
   if (!answered && now >= w.deadline) answer = in_flight{remaining_lease(held_until, now)};
   if (answered || now >= w.deadline) {
     ready.add(take_locked(s, index), std::move(answer));
@@ -400,9 +419,10 @@ bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
   std::shared_ptr<waiter> refused;  // cancelled before it could wait
   {
     std::lock_guard lock(s.mutex);
-    const steady::time_point now = steady::now();
+    clock_reading clock;
     steady::time_point held_until{};
-    if (look(s.records, ctx, now, answered, held_until)) return true;
+    if (look(s.records, ctx, clock, answered, held_until)) return true;
+    const steady::time_point now = clock.now();
     if (ctx.wait <= std::chrono::milliseconds::zero()) {
       answered = in_flight{remaining_lease(held_until, now)};
       return true;
