@@ -25,6 +25,8 @@
 
 #include <idem/idem.hpp>
 
+#include "bare_map.hpp"
+
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
@@ -37,20 +39,7 @@ std::vector<std::string> make_keys(std::size_t count, int thread) {
   return keys;
 }
 
-// The baseline: what an application would write by hand with no idempotency library.
-struct bare_map {
-  std::mutex mutex;
-  std::unordered_map<std::string, std::string> records;
-
-  bool first_call(const std::string& scope, const std::string& key) {
-    std::lock_guard lock(mutex);
-    return records.try_emplace(scope + ":" + key, std::string()).second;
-  }
-  bool replay(const std::string& scope, const std::string& key) {
-    std::lock_guard lock(mutex);
-    return records.find(scope + ":" + key) != records.end();
-  }
-};
+using idem_bench::bare_map;
 
 long voluntary_switches() {
   rusage usage{};

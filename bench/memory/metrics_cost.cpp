@@ -13,11 +13,11 @@
 // time once the records outgrow the caches and which this machine's timing cannot resolve.
 #include <idem/idem.hpp>
 
+#include "bare_map.hpp"
+
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -38,15 +38,10 @@ int main(int argc, char** argv) {
   if (mode == "none") return 0;  // the setup alone, to subtract
   if (mode == "bare") {  // idem_bench_memory's baseline: a first call inserts, a replay finds
     const std::string scope = "OrderConsumer.on";
-    std::mutex mutex;
-    std::unordered_map<std::string, std::string> records;
+    idem_bench::bare_map map;
     for (int round = 0; round < rounds; ++round)
-      for (const std::string& key : keys) {
-        std::lock_guard lock(mutex);
-        if (round == 0 ? !records.try_emplace(scope + ":" + key, std::string()).second
-                       : records.find(scope + ":" + key) == records.end())
-          std::abort();
-      }
+      for (const std::string& key : keys)
+        if (!(round == 0 ? map.first_call(scope, key) : map.replay(scope, key))) std::abort();
     return 0;
   }
   const bool kept = mode == "static";
