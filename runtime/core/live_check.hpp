@@ -9,7 +9,7 @@ namespace idem::detail {
 // may not be (the caller then reads the precise clock and decides).
 //
 // Why: a replay only has to know that its record has not expired, and records live for hours
-// while a precise clock read costs ~25 ns in some virtual machines (the TSC read traps or is
+// while a precise clock read costs ~30 ns in some virtual machines (the TSC read traps or is
 // scaled), a tenth of a replay. Linux keeps the same monotonic clock as of its last tick
 // (CLOCK_MONOTONIC_COARSE), readable without the TSC; it lags the precise clock by at most a tick
 // or so. A deadline past that reading plus a generous margin (four ticks, at least 20 ms) is in
