@@ -30,9 +30,9 @@ struct memory_store_options {
 // the first wait. Destroying the store answers callers still waiting with store_unavailable_error.
 // Complete records past their ttl are treated as absent and dropped on the next acquisition;
 // purge_expired() sweeps the rest. Uses the process's steady clock for leases and expiry and the
-// system clock for completed_at; a replay of a record more than a few ticks from its expiry reads
-// only the kernel's coarse copy of the steady clock (Linux), which is cheaper and cannot make a
-// record outlive its ttl. Not transactional.
+// system clock for completed_at, read as of the kernel's last tick (Linux: up to 4 ms early); a
+// replay of a record more than a few ticks from its expiry reads only the kernel's coarse copy of
+// the steady clock, which is cheaper and cannot make a record outlive its ttl. Not transactional.
 class memory_store final : public store {
  public:
   explicit memory_store(memory_store_options options = {});

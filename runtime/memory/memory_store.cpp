@@ -14,8 +14,9 @@
 // the shard's lock, so the answer is the record's state at that moment) and answers those it can;
 // a timer re-looks and steals an expired lease or answers in flight; a cancellation answers
 // operation_cancelled. Handlers run after the lock is released. A blocking try_acquire waits for
-// its waiter's handler. Leases and expiry use steady_clock; completed_at is system_clock. A replay
-// of a record far from its expiry reads only the kernel's coarse clock (detail::surely_in_future).
+// its waiter's handler. Leases and expiry use steady_clock; completed_at is the system clock as of
+// the kernel's last tick (detail::coarse_system_now). A replay of a record far from its expiry
+// reads only the kernel's coarse clock (detail::surely_in_future).
 #include <idem/memory_store.hpp>
 
 #include <algorithm>
@@ -40,7 +41,7 @@
 #include <idem/errors.hpp>
 
 #include "../core/caught.hpp"
-#include "../core/live_check.hpp"
+#include "../core/coarse_clock.hpp"
 #include "../core/timer_queue.hpp"
 
 namespace idem {
@@ -515,7 +516,7 @@ void memory_store::complete(const identity& id, const lease_token& token, const 
       record.value = std::move(copy);  // null for none
       record.complete = true;
       record.token = lease_token{};
-      record.completed_at = std::chrono::system_clock::now();
+      record.completed_at = detail::coarse_system_now();  // reported only: a tick is precise enough
       record.expires = saturating_add(steady::now(), ttl);
       relook_locked(s, &id, ready);
     }

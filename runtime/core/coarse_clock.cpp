@@ -1,5 +1,5 @@
-// runtime/core/live_check.cpp — surely_in_future, on Linux's coarse monotonic clock.
-#include "live_check.hpp"
+// runtime/core/coarse_clock.cpp — surely_in_future and coarse_system_now, on Linux's coarse clocks.
+#include "coarse_clock.hpp"
 
 #include <time.h>
 
@@ -51,6 +51,16 @@ bool surely_in_future(steady::time_point deadline) noexcept {
   (void)deadline;
   return false;
 #endif
+}
+
+std::chrono::system_clock::time_point coarse_system_now() noexcept {
+#if defined(__linux__) && defined(CLOCK_REALTIME_COARSE)
+  timespec ts{};
+  if (clock_gettime(CLOCK_REALTIME_COARSE, &ts) == 0)
+    return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+        std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
+#endif
+  return std::chrono::system_clock::now();
 }
 
 }  // namespace idem::detail
