@@ -3,6 +3,8 @@
 #include <idem/lease_token.hpp>
 
 #include <set>
+#include <thread>
+#include <vector>
 
 TEST_CASE("lease token: fresh tokens differ and round-trip through hex", "[lease_token]") {
   std::set<std::string> seen;
@@ -18,6 +20,29 @@ TEST_CASE("lease token: fresh tokens differ and round-trip through hex", "[lease
   CHECK_FALSE(idem::lease_token::parse("xyz").has_value());
   CHECK_FALSE(idem::lease_token::parse(std::string(32, 'G')).has_value());
   CHECK(idem::lease_token(1, 2).to_string() == "00000000000000010000000000000002");
+}
+
+TEST_CASE("lease token: threads issue tokens none of which another thread repeats", "[lease_token]") {
+  // Each thread has its own random stream: two threads starting together must not share one.
+  constexpr int threads = 8;
+  constexpr int per_thread = 2000;
+  std::vector<std::vector<idem::lease_token>> issued(threads);
+  {
+    std::vector<std::jthread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&issued, t] {
+        for (int i = 0; i < per_thread; ++i) issued[static_cast<std::size_t>(t)].push_back(idem::lease_token::generate());
+      });
+  }
+  std::set<std::string> seen;
+  std::set<std::uint64_t> streams;
+  for (const auto& tokens : issued)
+    for (const auto& token : tokens) {
+      seen.insert(token.to_string());
+      streams.insert(token.high());
+    }
+  CHECK(seen.size() == std::size_t{threads} * per_thread);
+  CHECK(streams.size() == std::size_t{threads});
 }
 
 TEST_CASE("lease_token: 16 big-endian bytes and back, the form binary columns store", "[lease_token]") {
