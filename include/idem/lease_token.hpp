@@ -20,9 +20,10 @@ class lease_token {
   constexpr lease_token() noexcept = default;
   constexpr lease_token(std::uint64_t high, std::uint64_t low) noexcept : high_(high), low_(low) {}
 
-  // A fresh token: a per-thread random stream (from std::random_device) and a counter, so it
-  // repeats none of its thread's tokens and, but for a 2^-64 chance per pair of threads, none of
-  // another thread's or process's. Never zero.
+  // A fresh token: a mixed per-thread counter (high word) and a per-thread random stream (low
+  // word, from std::random_device), so it repeats none of its thread's tokens and, but for a 2^-64
+  // chance per pair of threads, none of another thread's or process's. Every prefix of its hex
+  // form changes from token to token. Never zero.
   static lease_token generate() noexcept;
 
   // Parses the 32-character lowercase hex form written by to_string(); nullopt otherwise.

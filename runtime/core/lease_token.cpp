@@ -32,12 +32,13 @@ struct token_stream {
 }  // namespace
 
 lease_token lease_token::generate() noexcept {
-  // (stream, mix(count)): a token differs from every other of its thread for 2^64 tokens, and from
+  // (mix(count), stream): a token differs from every other of its thread for 2^64 tokens, and from
   // other threads' and processes' unless two random streams are equal (2^-64 for a pair). Cheaper
   // than drawing 128 random bits per token, and with no birthday bound inside a thread. Never
-  // zero, as the stream is not.
+  // zero, as the stream is not. The changing word leads, so any prefix of the hex form differs
+  // from token to token as a fully random token's would (callers cut prefixes for names).
   thread_local token_stream source;
-  return lease_token(source.stream, mix(source.next++));
+  return lease_token(mix(source.next++), source.stream);
 }
 
 std::optional<lease_token> lease_token::parse(std::string_view hex) noexcept {
