@@ -56,9 +56,13 @@ namespace detail {
 class engine_core;
 class periodic_purge;
 struct policy_info;
-// What the engine's type-erased core hands back to execute<T>.
-struct ran {};
-using raw_outcome = std::variant<ran, duplicate, in_flight>;
+// What the engine's type-erased core hands back to execute<T>: the store's answer to the claim as
+// the store wrote it, a duplicate or in_flight (so a replay's payload is written once, by the store,
+// and never moved), or `acquired` once the claim's action has run and its result is stored. Never
+// fingerprint_mismatch: that is thrown.
+using raw_outcome = acquire_result;
+// The raw_outcome of a call whose action ran.
+inline constexpr acquired action_ran{};
 }  // namespace detail
 
 // An asynchronous action as engine::async_run starts it: it calls `finished` once, with what the

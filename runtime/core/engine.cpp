@@ -246,25 +246,22 @@ raw_outcome engine_core::run(const context& ctx, function_ref<void()> action, fu
     check_join_answer(ctx, store_.join_problem(*tx));
   }
 
-  acquire_result claim = store_.try_acquire(ctx);
-  raw_outcome answer;  // the one object returned: a replay's payload is not moved again
-  if (!answered(ctx, claim, answer)) {
-    const lease_token token = std::get<acquired>(claim).token;
+  raw_outcome answer = store_.try_acquire(ctx);  // the one object returned: a replay's payload is not moved
+  if (!answered(ctx, answer)) {
+    const lease_token token = std::get<acquired>(answer).token;
     answer = tx != nullptr ? run_in_transaction(ctx, token, *tx, action, encode)
                            : run_alone(ctx, token, action, encode);
   }
   return answer;
 }
 
-bool engine_core::answered(const context& ctx, acquire_result& claim, raw_outcome& out) {
+bool engine_core::answered(const context& ctx, acquire_result& claim) {
   if (auto* d = std::get_if<duplicate>(&claim)) {
     notify(hooks_, "on_duplicate", ctx, [&](lifecycle_listener& l) { l.on_duplicate(ctx, d->value, d->completed_at); });
-    out = std::move(*d);
     return true;
   }
   if (auto* f = std::get_if<in_flight>(&claim)) {
     notify(hooks_, "on_in_flight", ctx, [&](lifecycle_listener& l) { l.on_in_flight(ctx, f->retry_after); });
-    out = *f;
     return true;
   }
   if (auto* m = std::get_if<fingerprint_mismatch>(&claim)) {
@@ -295,7 +292,7 @@ raw_outcome engine_core::finish(const context& ctx, const lease_token& token, he
   heartbeat.cancel();
   if (failure) return completion_failed(ctx, token, std::move(failure), false);
   notify(hooks_, "on_completed", ctx, [&](lifecycle_listener& l) { l.on_completed(ctx, token, value); });
-  return ran{};
+  return action_ran;
 }
 
 void engine_core::released(const context& ctx, std::exception_ptr error, std::string_view after) const noexcept {
@@ -344,7 +341,7 @@ raw_outcome engine_core::completion_failed(const context& ctx, const lease_token
   if (always_propagate || config_.failure_policy == completion_failure_policy::propagate)
     std::rethrow_exception(cause);
   log(log_level::error, completion_loss(ctx, "succeeded", cause));
-  return ran{};
+  return action_ran;
 }
 
 // No transaction: run, then complete on the store's own connection.
@@ -522,7 +519,7 @@ std::optional<raw_outcome> engine_core::action_returned(transaction_call& call, 
   if (call.ended == transaction_call::ending::rolled_back) {
     call.current = transaction_call::stage::done;
     call.release_after_rollback();
-    return ran{};
+    return action_ran;
   }
   if (call.ended == transaction_call::ending::committed) {
     call.current = transaction_call::stage::done;
@@ -531,11 +528,11 @@ std::optional<raw_outcome> engine_core::action_returned(transaction_call& call, 
                                           "after the commit instead of inside it",
                                           ctx.id.to_string()));
     call.complete_now("committed");
-    return ran{};
+    return action_ran;
   }
   if (ctx.completion == completion_mode::join_transaction) return std::nullopt;
   call.current = transaction_call::stage::waiting;
-  return ran{};
+  return action_ran;
 }
 
 raw_outcome engine_core::completed_inside(const std::shared_ptr<transaction_call>& call, transaction& tx,
@@ -552,7 +549,7 @@ raw_outcome engine_core::completed_inside(const std::shared_ptr<transaction_call
     return completion_failed(call->ctx, call->token, std::move(failure), true);
   }
   call->current = transaction_call::stage::waiting;
-  return ran{};
+  return action_ran;
 }
 
 raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_token& token, transaction& tx,
@@ -606,10 +603,9 @@ struct async_call : std::enable_shared_from_this<async_call> {
 
   void claimed(std::exception_ptr error, acquire_result claim) {
     if (error) return fail(std::move(error));
-    raw_outcome answer;
     bool answered = false;
     if (std::exception_ptr refused = caught([&] {
-          answered = core->answered(ctx, claim, answer);
+          answered = core->answered(ctx, claim);
           if (answered) return;
           token = std::get<acquired>(claim).token;
           if (tx != nullptr) {
@@ -619,7 +615,7 @@ struct async_call : std::enable_shared_from_this<async_call> {
           }
         }))
       return fail(std::move(refused));
-    if (answered) return done(nullptr, std::move(answer));
+    if (answered) return done(nullptr, std::move(claim));
     action([self = shared_from_this()](std::exception_ptr failure) { self->action_ended(std::move(failure)); });
   }
 

@@ -44,10 +44,10 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   friend struct async_call;
   class transaction_call;  // the state of a call whose record waits for a transaction to end
 
-  // What a claim answers when it did not acquire: true with `out` set for a duplicate or in
-  // flight (listeners notified); throws fingerprint_mismatch_error. False for an acquired record,
-  // after telling the listeners of a lease taken over.
-  bool answered(const context& ctx, acquire_result& claim, raw_outcome& out);
+  // Whether the claim is the call's answer: true for a duplicate or in flight (listeners
+  // notified; the claim is then the raw_outcome, as it stands); throws fingerprint_mismatch_error.
+  // False for an acquired record, after telling the listeners of a lease taken over.
+  bool answered(const context& ctx, acquire_result& claim);
   // The record is held: starts its heartbeat and notifies on_acquired. Releases and rethrows
   // when the heartbeat cannot start. `on_this_thread`: the handle ends on this thread, nested
   // calls' before it (a synchronous call), so the heartbeat registers without a lock.

@@ -392,7 +392,7 @@ void endpoint::async_run(const claim& c, const request_view& request, async_resp
   engine_.async_run(call->ctx(), std::move(action), [call] { return call->take_stored(); }, nullptr,
                     [call, done = std::move(done)](std::exception_ptr error, detail::raw_outcome raw) {
                       if (error) return done(call->failed(error));
-                      if (std::holds_alternative<detail::ran>(raw)) return done(call->executed());
+                      if (std::holds_alternative<acquired>(raw)) return done(call->executed());
                       if (auto* d = std::get_if<duplicate>(&raw)) return done(call->replayed(d->value));
                       done(call->busy(std::get<in_flight>(raw)));
                     });
