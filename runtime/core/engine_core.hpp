@@ -45,8 +45,9 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   class transaction_call;  // the state of a call whose record waits for a transaction to end
 
   // Whether the claim is the call's answer: true for a duplicate or in flight (listeners
-  // notified; the claim is then the raw_outcome, as it stands); throws fingerprint_mismatch_error.
-  // False for an acquired record, after telling the listeners of a lease taken over.
+  // notified; the claim is then the raw_outcome, as it stands); throws fingerprint_mismatch_error,
+  // moving the two fingerprints out of the claim (hence not const). False for an acquired record,
+  // after telling the listeners of a lease taken over.
   bool answered(const context& ctx, acquire_result& claim);
   // The record is held: starts its heartbeat and notifies on_acquired. Releases and rethrows
   // when the heartbeat cannot start. `on_this_thread`: the handle ends on this thread, nested
