@@ -216,7 +216,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
     std::optional<outcome<T>> result;
     if (!error) {
       try {
-        result.emplace(to_outcome(std::move(raw)));
+        result.emplace(detail::outcome_of<T>(raw, codec_, value_));
       } catch (...) {
         error = std::current_exception();
       }
@@ -235,22 +235,6 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
       boost::asio::post(executor_, std::move(complete));
     } else {
       boost::asio::dispatch(executor_, std::move(complete));
-    }
-  }
-
-  outcome<T> to_outcome(detail::raw_outcome raw) {
-    if (auto* d = std::get_if<duplicate>(&raw)) {
-      if constexpr (std::is_void_v<T>) {
-        return replayed<void>{d->completed_at};
-      } else {
-        return replayed<T>{decode_with<T>(codec_, d->value), d->completed_at};
-      }
-    }
-    if (auto* f = std::get_if<in_flight>(&raw)) return *f;
-    if constexpr (std::is_void_v<T>) {
-      return executed<void>{};
-    } else {
-      return executed<T>{std::move(*value_)};
     }
   }
 

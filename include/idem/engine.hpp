@@ -12,6 +12,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <idem/async.hpp>
@@ -63,6 +65,26 @@ struct policy_info;
 using raw_outcome = acquire_result;
 // The raw_outcome of a call whose action ran.
 inline constexpr acquired action_ran{};
+
+// The caller's outcome<T> of a raw outcome: a duplicate's stored payload decoded with `codec`, an
+// in-flight answer as it is, and for a call whose action ran the result it left in `value` (an
+// engaged std::optional<T>). For T = void, `codec` and `value` are not looked at.
+template <class T, class Codec, class Value>
+outcome<T> outcome_of(raw_outcome& raw, const Codec& codec, Value& value) {
+  if (auto* d = std::get_if<duplicate>(&raw)) {
+    if constexpr (std::is_void_v<T>) {
+      return replayed<void>{d->completed_at};
+    } else {
+      return replayed<T>{decode_with<T>(codec, d->value), d->completed_at};
+    }
+  }
+  if (auto* f = std::get_if<in_flight>(&raw)) return *f;
+  if constexpr (std::is_void_v<T>) {
+    return executed<void>{};
+  } else {
+    return executed<T>{std::move(*value)};
+  }
+}
 }  // namespace detail
 
 // An asynchronous action as engine::async_run starts it: it calls `finished` once, with what the
@@ -176,9 +198,7 @@ outcome<T> engine::execute(const context& ctx, Action&& action, const Codec& cod
   auto ran_action = [&] { value.emplace(std::invoke(action)); };
   auto encode = [&]() -> payload { return codec.encode(*value); };
   detail::raw_outcome raw = run(ctx, ran_action, encode);
-  if (auto* d = std::get_if<duplicate>(&raw)) return replayed<T>{decode_with<T>(codec, d->value), d->completed_at};
-  if (auto* f = std::get_if<in_flight>(&raw)) return *f;
-  return executed<T>{std::move(*value)};
+  return detail::outcome_of<T>(raw, codec, value);
 }
 
 template <class Action>
@@ -187,9 +207,8 @@ outcome<void> engine::execute(const context& ctx, Action&& action) {
   auto ran_action = [&] { std::invoke(action); };
   auto encode = []() -> payload { return payload::none(); };
   detail::raw_outcome raw = run(ctx, ran_action, encode);
-  if (auto* d = std::get_if<duplicate>(&raw)) return replayed<void>{d->completed_at};
-  if (auto* f = std::get_if<in_flight>(&raw)) return *f;
-  return executed<void>{};
+  const std::nullptr_t nothing = nullptr;
+  return detail::outcome_of<void>(raw, nothing, nothing);
 }
 
 }  // namespace idem
