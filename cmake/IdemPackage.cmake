@@ -54,8 +54,8 @@ Cflags: -I\${includedir}
 endfunction()
 
 # Every library is static, so a module's private dependencies are public to its users.
-idem_package_part(idem_runtime PC idem REQUIRES nlohmann_json fmt libcrypto
-                  DEBIAN libfmt-dev nlohmann-json3-dev libssl-dev)
+idem_package_part(idem_runtime PC idem REQUIRES nlohmann_json fmt libcrypto simdjson
+                  DEBIAN libfmt-dev nlohmann-json3-dev libssl-dev libsimdjson-dev)
 idem_package_part(idem_sqlite PC idem-sqlite REQUIRES idem sqlite3 DEBIAN libsqlite3-dev)
 idem_package_part(idem_postgres PC idem-postgres REQUIRES idem libpq DEBIAN libpq-dev)
 idem_package_part(idem_redis PC idem-redis REQUIRES idem hiredis libcrypto DEBIAN libhiredis-dev)

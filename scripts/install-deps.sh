@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   clang-19 libclang-19-dev llvm-19-dev libclang-cpp19-dev libclang-rt-19-dev
-  libfmt-dev nlohmann-json3-dev catch2 libssl-dev libbenchmark-dev
+  libfmt-dev nlohmann-json3-dev libsimdjson-dev catch2 libssl-dev libbenchmark-dev
   libsqlite3-dev sqlite3
   libpq-dev postgresql-15
   libhiredis-dev redis-server

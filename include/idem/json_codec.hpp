@@ -45,6 +45,12 @@ T from_json_value(const nlohmann::json& j) {
   }
 }
 
+// The JSON value `text` spells, as nlohmann::json::parse would make it (the kind of each number,
+// the last of repeated names). Throws corrupt_record_error, quoting none of the text, if `text` is
+// not JSON, nests deeper than 1,024 levels, or holds what nlohmann reads but never writes: a
+// byte-order mark, an integer beyond 64 bits.
+[[nodiscard]] nlohmann::json parse_stored_json(std::string_view text);
+
 }  // namespace detail
 
 // idem::json_serializable<T>
@@ -59,8 +65,9 @@ concept json_serializable = detail::json_convertible<std::remove_cvref_t<T>>::va
 // idem::json_codec
 //
 // Encodes a value with nlohmann::json (to_json / NLOHMANN_DEFINE_TYPE_*) into an
-// "application/json" payload and decodes it back. Decoding a payload of another type, or JSON
-// that does not convert to T, throws corrupt_record_error.
+// "application/json" payload and decodes it back (the text read by simdjson, the value converted
+// by the type's from_json). Decoding a payload of another type, text that is not JSON, JSON nested
+// deeper than 1,024 levels, or JSON that does not convert to T throws corrupt_record_error.
 struct json_codec {
   static constexpr std::string_view type = "application/json";
 
@@ -76,7 +83,7 @@ struct json_codec {
   T decode(const payload& p) const {
     if (p.type != type) throw corrupt_record_error("json_codec cannot decode a payload of type '" + p.type + "'");
     try {
-      return detail::from_json_value<T>(nlohmann::json::parse(p.body));
+      return detail::from_json_value<T>(detail::parse_stored_json(p.body));
     } catch (const nlohmann::json::exception& e) {
       throw corrupt_record_error(std::string("json_codec could not decode the stored payload: ") + e.what());
     }

@@ -22,7 +22,7 @@ if(NOT depends STREQUAL CPACK_DEBIAN_PACKAGE_DEPENDS)
 endif()
 run(${DPKG_DEB} -x ${debs} ${WORK}/root)
 set(usr ${WORK}/root/usr)
-set(needed libfmt-dev nlohmann-json3-dev libssl-dev)
+set(needed libfmt-dev nlohmann-json3-dev libssl-dev libsimdjson-dev)
 foreach(pair "libidem_sqlite.a=libsqlite3-dev" "libidem_postgres.a=libpq-dev" "libidem_redis.a=libhiredis-dev"
              "libidem_http.a=libcpp-httplib-dev" "asio.hpp=libboost1.81-dev" "idem-annotate=libclang-cpp19")
   string(REPLACE "=" ";" pair "${pair}")

@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <idem/codec.hpp>
 #include <idem/errors.hpp>
@@ -54,6 +59,82 @@ TEST_CASE("codec: json_codec round-trips and refuses foreign payloads", "[codec]
   CHECK_THROWS_AS(idem::decode_with<receipt>(codec, idem::payload::none()), idem::corrupt_record_error);
   CHECK_THROWS_AS(idem::decode_with<receipt>(codec, idem::payload{"application/json", "{\"id\": 3}", {}}),
                   idem::corrupt_record_error);
+}
+
+namespace {
+// Whether `a` and `b` are the same JSON value down to the kind of every number (nlohmann's == calls
+// 1 and 1u equal): what from_json of a user's type may look at.
+bool same_value(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.type() != b.type()) return false;
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(); it != a.end(); ++it)
+      if (!b.contains(it.key()) || !same_value(it.value(), b.at(it.key()))) return false;
+    return true;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!same_value(a[i], b[i])) return false;
+    return true;
+  }
+  return a == b;
+}
+}  // namespace
+
+TEST_CASE("codec: json_codec reads stored text as nlohmann::json::parse would", "[codec]") {
+  // What nlohmann writes: every kind of value, numbers at the limits of each kind, escapes, nesting.
+  const nlohmann::json written = {
+      {"null", nullptr},
+      {"bools", {true, false}},
+      {"unsigned", {0u, 1u, std::numeric_limits<std::uint64_t>::max(), std::uint64_t{1} << 63}},
+      {"signed", {-1, std::numeric_limits<std::int64_t>::min()}},
+      {"doubles", {0.5, -0.0, 1e300, -2.5e-308, 0.1 + 0.2, 123456789.0}},
+      {"strings", {"", "plain", "quote \" backslash \\ tab \t newline \n nul " + std::string(1, '\0'), "\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80"}},
+      {"nested", {{"a", {{"b", {1, {2, {3, nlohmann::json::object()}}}}}}, {"empty", nlohmann::json::array()}}},
+  };
+  const nlohmann::json read = idem::detail::parse_stored_json(written.dump());
+  CHECK(read == written);  // by value: `written` holds 1 as a signed integer, text spells no kind
+  CHECK(same_value(read, nlohmann::json::parse(written.dump())));
+  CHECK(read.dump() == written.dump());
+
+  // Texts nlohmann would not write but reads: whitespace, names out of order, a repeated name (the
+  // last counts), escapes it would not use, integers it would parse as signed or unsigned.
+  for (const std::string text :
+       {R"( { "b" : 1 , "a" : [ -1 , 0 , 9223372036854775807 , 9223372036854775808 , -9223372036854775808 ] } )",
+        R"({"k":1,"k":2,"k":"last"})", R"("\u00e9\ud83d\ude00\/")", R"(17)", R"([1.5E3,2e-2,-0.0])"}) {
+    INFO(text);
+    CHECK(same_value(idem::detail::parse_stored_json(text), nlohmann::json::parse(text)));
+  }
+}
+
+TEST_CASE("codec: json_codec refuses text that is not JSON with corrupt_record_error, quoting none of it", "[codec]") {
+  const std::string secret = "secret-4471";
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  const std::vector<std::string> texts = {"", "   ", "{\"" + secret + "\":", "[1,2,]", "{\"a\":1} {\"b\":2}",
+                                         "\"" + secret + "\x80\"", "'single'", "NaN", "01", "[1] " + secret, deep};
+  for (const std::string& text : texts) {
+    INFO(text.size());
+    try {
+      (void)idem::detail::parse_stored_json(text);
+      FAIL("accepted");
+    } catch (const idem::corrupt_record_error& e) {
+      CHECK(std::string(e.what()).find(secret) == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("codec: json_codec reads a large result, and a small one after it on the same thread", "[codec]") {
+  // Large texts are parsed on a parser of their own: the thread's reused one must still work after.
+  std::vector<std::string> many(20000, "line of a large result");
+  const idem::json_codec codec;
+  const idem::payload large = codec.encode(many);
+  REQUIRE(large.body.size() > 256 * 1024);
+  CHECK(idem::decode_with<std::vector<std::string>>(codec, large) == many);
+  const receipt r{"after", 3};
+  CHECK(idem::decode_with<receipt>(codec, codec.encode(r)) == r);
+  const std::map<std::string, std::vector<int>> small{{"x", {1, 2}}, {"y", {}}};
+  CHECK((idem::decode_with<std::map<std::string, std::vector<int>>>(codec, codec.encode(small)) == small));
 }
 
 TEST_CASE("codec: a single-type codec decodes through decode_with", "[codec]") {

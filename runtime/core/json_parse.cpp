@@ -1,0 +1,90 @@
+// runtime/core/json_parse.cpp — json_codec's reading side: simdjson parses the stored text, and the
+// document becomes the nlohmann::json value a type's from_json expects.
+//
+// Why not nlohmann::json::parse: its lexer spends ~100 instructions per character (it keeps every
+// token's text for error messages), so decoding a replay's 52-byte receipt cost ~9,000
+// instructions; simdjson's parse and the conversion together cost ~4,400 (docs/benchmarks.md,
+// "`json_codec` reads with simdjson"; bench/codec/json_codec_bench.cpp).
+#include <simdjson.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <idem/errors.hpp>
+#include <idem/json_codec.hpp>
+
+namespace idem::detail {
+
+namespace {
+
+// Documents up to this size reuse their thread's parser and buffer; a larger one gets its own, so a
+// single large result does not keep its size allocated for the rest of the thread's life.
+constexpr std::size_t reused_capacity = 64 * 1024;
+
+// The nlohmann value of a simdjson element, with the choices nlohmann's own parser makes: a
+// non-negative integer is unsigned, a negative one signed; of repeated names the last one counts.
+// (One difference: `-0`, which nlohmann never writes, becomes an unsigned zero, not a signed one.)
+// Recursion is bounded by the parser's maximum depth (simdjson::DEFAULT_MAX_DEPTH levels).
+nlohmann::json to_nlohmann(simdjson::dom::element element) {
+  using kind = simdjson::dom::element_type;
+  switch (element.type()) {
+    case kind::OBJECT: {
+      nlohmann::json value = nlohmann::json::object();
+      auto& members = value.get_ref<nlohmann::json::object_t&>();
+      // nlohmann writes names in order, so the hint at the end makes each insertion constant time.
+      for (const simdjson::dom::key_value_pair member : simdjson::dom::object(element))
+        members.insert_or_assign(members.end(), std::string(member.key), to_nlohmann(member.value));
+      return value;
+    }
+    case kind::ARRAY: {
+      nlohmann::json value = nlohmann::json::array();
+      auto& items = value.get_ref<nlohmann::json::array_t&>();
+      for (const simdjson::dom::element item : simdjson::dom::array(element)) items.push_back(to_nlohmann(item));
+      return value;
+    }
+    case kind::STRING:
+      return std::string(std::string_view(element));
+    case kind::INT64: {
+      const std::int64_t number = std::int64_t(element);
+      if (number >= 0) return static_cast<std::uint64_t>(number);
+      return number;
+    }
+    case kind::UINT64:
+      return std::uint64_t(element);
+    case kind::DOUBLE:
+      return double(element);
+    case kind::BOOL:
+      return bool(element);
+    case kind::NULL_VALUE:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+nlohmann::json parse_padded(simdjson::dom::parser& parser, std::string& padded, std::string_view text) {
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end of the text: the copy provides them.
+  padded.assign(text);
+  padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
+  simdjson::dom::element root;
+  if (const auto error = parser.parse(padded.data(), text.size(), false).get(root); error != simdjson::SUCCESS)
+    throw corrupt_record_error(std::string("json_codec could not decode the stored payload: ") +
+                               simdjson::error_message(error));
+  return to_nlohmann(root);
+}
+
+}  // namespace
+
+nlohmann::json parse_stored_json(std::string_view text) {
+  if (text.size() > reused_capacity) {
+    simdjson::dom::parser parser;
+    std::string padded;
+    return parse_padded(parser, padded, text);
+  }
+  thread_local simdjson::dom::parser parser;
+  thread_local std::string padded;
+  return parse_padded(parser, padded, text);
+}
+
+}  // namespace idem::detail
