@@ -20,8 +20,9 @@ namespace idem::detail {
 namespace {
 
 // Documents up to this size reuse their thread's parser and buffer; a larger one gets its own, so a
-// single large result does not keep its size allocated for the rest of the thread's life.
-constexpr std::size_t reused_capacity = 64 * 1024;
+// single large result does not keep its size allocated for the rest of the thread's life (a parser
+// holds about 14 bytes per byte of its largest document: ~230 KB per thread at most here).
+constexpr std::size_t reused_capacity = 16 * 1024;
 
 // The nlohmann value of a simdjson element, with the choices nlohmann's own parser makes: a
 // non-negative integer is unsigned, a negative one signed; of repeated names the last one counts.
