@@ -124,6 +124,12 @@ TEST_CASE("codec: json_codec refuses text that is not JSON with corrupt_record_e
   }
 }
 
+TEST_CASE("codec: json_codec reads nesting up to the documented 1,024 levels and refuses one more", "[codec]") {
+  const auto nested = [](std::size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); };
+  CHECK(idem::detail::parse_stored_json(nested(1024)).is_array());
+  CHECK_THROWS_AS(idem::detail::parse_stored_json(nested(1025)), idem::corrupt_record_error);
+}
+
 TEST_CASE("codec: json_codec reads a large result, and a small one after it on the same thread", "[codec]") {
   // Large texts are parsed on a parser of their own: the thread's reused one must still work after.
   std::vector<std::string> many(20000, "line of a large result");
