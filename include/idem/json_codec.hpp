@@ -1,6 +1,7 @@
 // idem/json_codec.hpp — a codec for every type nlohmann/json can serialise.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,8 +48,8 @@ T from_json_value(const nlohmann::json& j) {
 
 // The JSON value `text` spells, as nlohmann::json::parse would make it (the kind of each number,
 // the last of repeated names). Throws corrupt_record_error, quoting none of the text, if `text` is
-// not JSON, nests deeper than 1,024 levels, or holds what nlohmann reads but never writes: a
-// byte-order mark, an integer beyond 64 bits.
+// not JSON, nests deeper than json_codec::max_depth, or holds what nlohmann reads but never writes:
+// a byte-order mark, an integer beyond 64 bits.
 [[nodiscard]] nlohmann::json parse_stored_json(std::string_view text);
 
 }  // namespace detail
@@ -67,9 +68,11 @@ concept json_serializable = detail::json_convertible<std::remove_cvref_t<T>>::va
 // Encodes a value with nlohmann::json (to_json / NLOHMANN_DEFINE_TYPE_*) into an
 // "application/json" payload and decodes it back (the text read by simdjson, the value converted
 // by the type's from_json). Decoding a payload of another type, text that is not JSON, JSON nested
-// deeper than 1,024 levels, or JSON that does not convert to T throws corrupt_record_error.
+// deeper than max_depth, or JSON that does not convert to T throws corrupt_record_error.
 struct json_codec {
   static constexpr std::string_view type = "application/json";
+  // The deepest nesting of arrays and objects a stored value may have and still be read back.
+  static constexpr std::size_t max_depth = 1024;
 
   template <json_serializable T>
   payload encode(const T& value) const {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <string_view>
 
@@ -27,7 +28,7 @@ constexpr std::size_t reused_capacity = 16 * 1024;
 // The nlohmann value of a simdjson element, with the choices nlohmann's own parser makes: a
 // non-negative integer is unsigned, a negative one signed; of repeated names the last one counts.
 // (One difference: `-0`, which nlohmann never writes, becomes an unsigned zero, not a signed one.)
-// Recursion is bounded by the parser's maximum depth (simdjson::DEFAULT_MAX_DEPTH levels).
+// Recursion is bounded by the parser's maximum depth (json_codec::max_depth levels).
 nlohmann::json to_nlohmann(simdjson::dom::element element) {
   using kind = simdjson::dom::element_type;
   switch (element.type()) {
@@ -64,6 +65,14 @@ nlohmann::json to_nlohmann(simdjson::dom::element element) {
   return nullptr;
 }
 
+// A parser for `capacity` bytes that refuses nesting deeper than json_codec::max_depth, the limit
+// json_codec documents, whatever simdjson's own default is.
+simdjson::dom::parser limited_parser(std::size_t capacity) {
+  simdjson::dom::parser parser;
+  if (parser.allocate(capacity, json_codec::max_depth) != simdjson::SUCCESS) throw std::bad_alloc();
+  return parser;
+}
+
 nlohmann::json parse_padded(simdjson::dom::parser& parser, std::string& padded, std::string_view text) {
   // simdjson reads up to SIMDJSON_PADDING bytes past the end of the text: the copy provides them.
   padded.assign(text);
@@ -79,11 +88,11 @@ nlohmann::json parse_padded(simdjson::dom::parser& parser, std::string& padded, 
 
 nlohmann::json parse_stored_json(std::string_view text) {
   if (text.size() > reused_capacity) {
-    simdjson::dom::parser parser;
+    simdjson::dom::parser parser = limited_parser(text.size());
     std::string padded;
     return parse_padded(parser, padded, text);
   }
-  thread_local simdjson::dom::parser parser;
+  thread_local simdjson::dom::parser parser = limited_parser(reused_capacity);
   thread_local std::string padded;
   return parse_padded(parser, padded, text);
 }

@@ -1,10 +1,11 @@
 // libFuzzer target for json_codec's reading side (idem::detail::parse_stored_json): stored bytes
 // that are not JSON are refused with corrupt_record_error, never a crash; what it accepts,
 // nlohmann::json::parse accepts as the same value; and whatever nlohmann reads, written back by
-// nlohmann (what json_codec stores), reads back unchanged, nesting beyond the documented 1,024
-// levels aside.
+// nlohmann (what json_codec stores), reads back unchanged, nesting beyond json_codec::max_depth
+// aside.
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   const nlohmann::json read = nlohmann::json::parse(text, nullptr, false);
-  if (read.is_discarded() || depth_of(read) > 1024) return 0;
+  if (read.is_discarded() || depth_of(read) > idem::json_codec::max_depth) return 0;
   if (idem::detail::parse_stored_json(read.dump()) != read) std::abort();
   return 0;
 }

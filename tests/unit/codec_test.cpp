@@ -124,10 +124,16 @@ TEST_CASE("codec: json_codec refuses text that is not JSON with corrupt_record_e
   }
 }
 
-TEST_CASE("codec: json_codec reads nesting up to the documented 1,024 levels and refuses one more", "[codec]") {
+TEST_CASE("codec: json_codec reads nesting up to its max_depth and refuses one more", "[codec]") {
+  STATIC_REQUIRE(idem::json_codec::max_depth == 1024);  // the limit its documentation states
   const auto nested = [](std::size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); };
-  CHECK(idem::detail::parse_stored_json(nested(1024)).is_array());
-  CHECK_THROWS_AS(idem::detail::parse_stored_json(nested(1025)), idem::corrupt_record_error);
+  CHECK(idem::detail::parse_stored_json(nested(idem::json_codec::max_depth)).is_array());
+  CHECK_THROWS_AS(idem::detail::parse_stored_json(nested(idem::json_codec::max_depth + 1)), idem::corrupt_record_error);
+  // Both ways a text is parsed: on the thread's reused parser and, past 16 KiB, on one of its own.
+  const std::string padding(20 * 1024, ' ');
+  CHECK(idem::detail::parse_stored_json(nested(idem::json_codec::max_depth) + padding).is_array());
+  CHECK_THROWS_AS(idem::detail::parse_stored_json(nested(idem::json_codec::max_depth + 1) + padding),
+                  idem::corrupt_record_error);
 }
 
 TEST_CASE("codec: json_codec reads a large result, and a small one after it on the same thread", "[codec]") {
