@@ -23,14 +23,23 @@ source "$root/bench/redis/instructions_support.sh"
 start_redis script_instructions.sh valgrind --tool=callgrind --collect-atstart=no --toggle-collect=evalGenericCommand \
   --callgrind-out-file="$work/callgrind.%p"
 
-# The script `name` of revision `rev`: common.lua followed by name.lua, as runtime/redis/CMakeLists.txt embeds it.
+# The script `name` of revision `rev` as runtime/redis/CMakeLists.txt of that revision embeds it:
+# expanded by the revision's lua/expand.cmake where it has one, else common.lua followed by name.lua.
 script_of() {
-  local rev=$1 name=$2
-  if [[ $rev == worktree ]]; then
-    cat "$root/runtime/redis/lua/common.lua" "$root/runtime/redis/lua/$name.lua"
+  local rev=$1 name=$2 dir="$work/lua-$1"
+  if [[ ! -d $dir ]]; then
+    mkdir -p "$dir"
+    if [[ $rev == worktree ]]; then
+      cp "$root"/runtime/redis/lua/* "$dir"/
+    else
+      git -C "$root" archive "$rev" runtime/redis/lua | tar -x -C "$dir" --strip-components=3
+    fi
+  fi
+  if [[ -f $dir/expand.cmake ]]; then
+    cmake -DSCRIPT="$dir/$name.lua" -DLIBRARY="$dir/common.lua" -DOUTPUT="$dir/$name.expanded" -P "$dir/expand.cmake"
+    cat "$dir/$name.expanded"
   else
-    git -C "$root" show "$rev:runtime/redis/lua/common.lua"
-    git -C "$root" show "$rev:runtime/redis/lua/$name.lua"
+    cat "$dir/common.lua" "$dir/$name.lua"
   fi
 }
 

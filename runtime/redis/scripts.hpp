@@ -6,7 +6,8 @@
 
 namespace idem::detail::redis {
 
-// Sources embedded at build time from runtime/redis/lua/ (common.lua + <name>.lua).
+// Sources embedded at build time from runtime/redis/lua/: <name>.lua with the helpers of common.lua it
+// uses (lua/expand.cmake).
 extern const std::string_view acquire_source;
 extern const std::string_view complete_source;
 extern const std::string_view release_source;

@@ -20,10 +20,12 @@ if v and type(v) == 'string' and string.sub(v, 1, 9) == 'idem/2 c ' then
   end
   return v
 end
+--@use now_text
 local stamp = now_text()
 local answer = 'A'
 if v ~= false then
   local now = tonumber(stamp)
+  --@use parse
   local r, refusal = parse(v)
   if not r then return refusal end
   if r.st == 'p' then

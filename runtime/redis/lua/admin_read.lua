@@ -8,6 +8,7 @@ if ARGV[1] == '0' then
 else
   v = redis.pcall('GETRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
 end
+--@use now_text
 local now = now_text()
 if v == false then return 'N ' .. now end
 if type(v) ~= 'string' then return 'F' end

@@ -5,6 +5,8 @@
 -- Answers 'OK' | 'MISSING' | 'DONE' | 'LIVE' | a refusal of parse().
 local k = KEYS[1]
 local v = redis.pcall('GET', k)
+--@use parse
+--@use now_text
 if v == false then return 'MISSING' end
 local r, refusal = parse(v)
 if not r then return refusal end

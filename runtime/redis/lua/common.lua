@@ -1,4 +1,7 @@
--- common.lua — prepended to every idem script (runtime/redis/CMakeLists.txt embeds them).
+-- common.lua — the record format every idem script shares, and the helpers a script takes where it
+-- needs them: a line `--@use <name>` in a script becomes the helper after `--@helper <name>` below
+-- (expand.cmake; runtime/redis/CMakeLists.txt embeds the expanded scripts). A helper is a closure
+-- made on every call of the script that reaches it, so a script's hot path takes only what it calls.
 --
 -- A record is one string value: a header line, then (once complete) the payload as the client
 -- encoded it, which the scripts never look into:
@@ -23,6 +26,7 @@
 --
 -- Needs Redis >= 5, which replicates a script's effects (not the script), so writes may follow TIME.
 
+--@helper now_text
 -- Redis TIME in milliseconds since the epoch, as its 13 digits (made without formatting a number);
 -- tonumber() of it is the number. A script that only stores the time (a claim of a free key, a
 -- completion) never converts it.
@@ -31,6 +35,7 @@ local function now_text()
   return t[1] .. string.sub('00000' .. t[2], -6, -4)
 end
 
+--@helper parse
 -- parse(v) -> record | nil, refusal
 -- v is what GET or GETRANGE answered through redis.pcall. A record has st, ex, fp, and for 'p'
 -- also lx and tok. The refusal is the script's answer: 'F' the key holds data idem did not write
@@ -51,12 +56,14 @@ local function parse(v)
   return nil, 'C header'
 end
 
+--@helper held_by
 -- True when v is an in-progress record held under `token`: its header ends with the token.
 local function held_by(v, token)
   return type(v) == 'string' and string.sub(v, 1, 9) == 'idem/2 p ' and string.sub(v, -34) == ' ' .. token .. '\n'
 end
 
--- Why a record is not held under the caller's token: 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
+--@helper not_held
+-- Why a record is not held under the caller's token (needs parse): 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
 local function not_held(v)
   if v == false then return 'MISSING' end
   local r, refusal = parse(v)

@@ -8,9 +8,15 @@
 -- Answers 'OK <completed at> <stored fingerprint or ->' | 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
 local k = KEYS[1]
 local v = redis.pcall('GET', k)
-if not held_by(v, ARGV[1]) then return not_held(v) end
+--@use held_by
+if not held_by(v, ARGV[1]) then
+  --@use parse
+  --@use not_held
+  return not_held(v)
+end
 local fp = string.match(v, '^idem/2 p %d+ %d+ %d+ %d+ ([%x%-]+) ')
 if not fp then return 'C header' end
+--@use now_text
 local stamp = now_text()
 local value = 'idem/2 c ' .. stamp .. ' ' .. ARGV[2] .. ' ' .. fp .. '\n' .. ARGV[4]
 redis.call('SET', k, value, 'PX', ARGV[3])

@@ -3,6 +3,9 @@
 -- KEYS[1] the record. ARGV: token, lease ms, retention grace ms. Answers 'OK' | 'NOOP'.
 local k = KEYS[1]
 local v = redis.pcall('GET', k)
+--@use held_by
+--@use parse
+--@use now_text
 if not held_by(v, ARGV[1]) then return 'NOOP' end
 local r = parse(v)
 if not r then return 'NOOP' end

@@ -4,6 +4,8 @@
 -- large and is not needed. ARGV[1]: how many bytes hold the longest header a valid record can
 -- have (max_header_length in record_codec.hpp, from the limits on fingerprints and numbers).
 -- Answers how many it deleted.
+--@use now_text
+--@use parse
 local now = tonumber(now_text())
 local last = tonumber(ARGV[1]) - 1
 local n = 0

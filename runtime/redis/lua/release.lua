@@ -4,7 +4,12 @@
 -- Answers 'OK' | 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
 local k = KEYS[1]
 local v = redis.pcall('GET', k)
-if not held_by(v, ARGV[1]) then return not_held(v) end
+--@use held_by
+if not held_by(v, ARGV[1]) then
+  --@use parse
+  --@use not_held
+  return not_held(v)
+end
 redis.call('DEL', k)
 redis.call(ARGV[3], ARGV[2], 'r ' .. ARGV[1])
 return 'OK'
