@@ -1,7 +1,8 @@
 -- common.lua — the record format every idem script shares, and the helpers a script takes where it
 -- needs them: a line `--@use <name>` in a script becomes the helper after `--@helper <name>` below
--- (expand.cmake; runtime/redis/CMakeLists.txt embeds the expanded scripts). A helper is a closure
--- made on every call of the script that reaches it, so a script's hot path takes only what it calls.
+-- (expand.cmake; runtime/redis/CMakeLists.txt embeds the expanded scripts); a helper that needs
+-- another takes it the same way. A helper is a closure made on every call of the script that reaches
+-- it, so a script's hot path takes only what it calls.
 --
 -- A record is one string value: a header line, then (once complete) the payload as the client
 -- encoded it, which the scripts never look into:
@@ -63,7 +64,8 @@ local function held_by(v, token)
 end
 
 --@helper not_held
--- Why a record is not held under the caller's token (needs parse): 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
+--@use parse
+-- Why a record is not held under the caller's token: 'MISSING' | 'DONE' | 'STOLEN' | a refusal.
 local function not_held(v)
   if v == false then return 'MISSING' end
   local r, refusal = parse(v)

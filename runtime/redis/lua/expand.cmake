@@ -10,8 +10,9 @@
 # Used by runtime/redis/CMakeLists.txt (include, then idem_lua_expand) and by
 # bench/redis/script_instructions.sh (cmake -DSCRIPT=... -DLIBRARY=... -DOUTPUT=... -P expand.cmake).
 
-# idem_lua_expand(<out-var> <script file> <library file>): the script's text, expanded. A `--@use`
-# of a helper the library does not define fails the configuration.
+# idem_lua_expand(<out-var> <script file> <library file>): the script's text, expanded. A helper's
+# own `--@use` lines are expanded with it (not_held takes parse). A `--@use` of a helper the library
+# does not define fails the configuration.
 function(idem_lua_expand out script library)
   file(READ "${library}" library_text)
   file(READ "${script}" text)

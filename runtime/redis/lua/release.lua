@@ -6,7 +6,6 @@ local k = KEYS[1]
 local v = redis.pcall('GET', k)
 --@use held_by
 if not held_by(v, ARGV[1]) then
-  --@use parse
   --@use not_held
   return not_held(v)
 end
