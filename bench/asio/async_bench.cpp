@@ -4,7 +4,10 @@
 // io_context thread. Prints ns per call and the ratio sync / async (above 1: the asynchronous
 // calls get through more per second). bench/asio/run.sh starts a redis-server for the Redis rows.
 //
-// Run: build/bench/idem_bench_async memory|redis:HOST:PORT [calls-per-round] [rounds]
+// Run: build/bench/idem_bench_async memory|redis:HOST:PORT [calls-per-round] [rounds] [sync|async [in-flight]]
+// The last two run one side only (and one concurrency), for counting instructions per call:
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null idem_bench_async memory 10000 1 async 64
+// minus the same with 5000, divided by 2 x 5000 (a round makes first calls and replays).
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,20 +114,24 @@ int main(int argc, char** argv) {
   const std::string spec = argc > 1 ? argv[1] : "memory";
   const std::size_t calls = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 50000;
   const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
+  const std::string side = argc > 4 ? argv[4] : "both";
+  const bool run_sync = side != "async", run_async = side != "sync";
+  std::vector<int> concurrencies = {1, 8, 64, 256};
+  if (argc > 5) concurrencies = {std::atoi(argv[5])};
   std::printf("idem_bench_async %s: %zu calls per round, median of %d rounds, one client thread\n\n", spec.c_str(),
               calls, rounds);
   std::printf("| store | calls | in flight | engine::execute ns/call | async_execute ns/call | sync / async |\n");
   std::printf("| --- | --- | ---: | ---: | ---: | ---: |\n");
-  for (int in_flight : {1, 8, 64, 256}) {
+  for (int in_flight : concurrencies) {
     std::vector<double> sync_first, sync_replay, async_first, async_replay;
     for (int round = 0; round < rounds; ++round) {
       const std::unique_ptr<idem::store> store = make_store(spec, in_flight * 1000 + round);
       idem::engine engine{*store, quiet()};
       const std::vector<std::string> keys = make_keys(calls, round);
-      sync_first.push_back(sync_round(engine, keys));
-      sync_replay.push_back(sync_round(engine, keys));
-      async_first.push_back(async_round(engine, keys, in_flight));
-      async_replay.push_back(async_round(engine, keys, in_flight));
+      sync_first.push_back(run_sync ? sync_round(engine, keys) : 0);
+      sync_replay.push_back(run_sync ? sync_round(engine, keys) : 0);
+      async_first.push_back(run_async ? async_round(engine, keys, in_flight) : 0);
+      async_replay.push_back(run_async ? async_round(engine, keys, in_flight) : 0);
     }
     const double sf = median(sync_first), sr = median(sync_replay), af = median(async_first),
                  ar = median(async_replay);
