@@ -588,8 +588,11 @@ raw_outcome engine_core::run_in_transaction(const context& ctx, const lease_toke
 // transaction, each started by the end of the one before, so they never run at the same time.
 // Owns what it uses, the engine's core included.
 struct async_call : std::enable_shared_from_this<async_call> {
-  async_call(std::shared_ptr<engine_core> c, const context& x, transaction* t, async_action a,
-             std::function<payload()> e, async_handler<raw_outcome> d)
+  // Takes the handlers by rvalue reference, so that each is moved only as its member is made, and
+  // `done` is the last member made: when making the call throws, `d` is still the caller's to
+  // report that with.
+  async_call(std::shared_ptr<engine_core> c, const context& x, transaction* t, async_action&& a,
+             std::function<payload()>&& e, async_handler<raw_outcome>&& d)
       : core(std::move(c)), ctx(x), tx(t), action(std::move(a)), encode(std::move(e)), done(std::move(d)) {}
 
   void fail(std::exception_ptr error) { done(std::move(error), raw_outcome{in_flight{}}); }
@@ -673,11 +676,11 @@ struct async_call : std::enable_shared_from_this<async_call> {
   transaction* const tx;  // null: outside a transaction
   const async_action action;
   const std::function<payload()> encode;
-  const async_handler<raw_outcome> done;
   lease_token token;
   heartbeat_scheduler::handle heartbeat;             // outside a transaction
   std::shared_ptr<engine_core::transaction_call> in_tx;  // inside one
   payload value;
+  const async_handler<raw_outcome> done;  // made last: see the constructor
 };
 
 void engine_core::async_run(const context& ctx, transaction* tx, async_action action, std::function<payload()> encode,
@@ -689,7 +692,8 @@ void engine_core::async_run(const context& ctx, transaction* tx, async_action ac
         if (ctx.completion == completion_mode::join_transaction)
           check_join_possible(ctx, tx, "for this asynchronous call (give it the transaction: engine::async_run, "
                                        "idem::async_execute(engine, ctx, tx, ...))");
-        call = std::make_shared<async_call>(shared_from_this(), ctx, tx, std::move(action), std::move(encode), done);
+        call = std::make_shared<async_call>(shared_from_this(), ctx, tx, std::move(action),
+                                            std::move(encode), std::move(done));
       }))
     return done(std::move(refused), raw_outcome{in_flight{}});
   if (ctx.completion != completion_mode::join_transaction) return call->claim(cancel);
