@@ -52,6 +52,25 @@ T from_json_value(const nlohmann::json& j) {
 // a byte-order mark, an integer beyond 64 bits.
 [[nodiscard]] nlohmann::json parse_stored_json(std::string_view text);
 
+// Empties the arrays and objects in `value`, innermost first. nlohmann's destructor allocates a
+// stack for every non-empty array or object it destroys (so that no nesting overflows the call
+// stack); here each encode and decode saves that allocation. Recursive, as deep as `value` nests:
+// for a value parse_stored_json made, at most json_codec::max_depth levels; for one about to be
+// encoded, no deeper than dump() goes, which is recursive too.
+void dismantle(nlohmann::json& value) noexcept;
+
+// Dismantles a value when the encode or decode is done with it, thrown or not.
+class dismantled_at_exit {
+ public:
+  explicit dismantled_at_exit(nlohmann::json& value) noexcept : value_(value) {}
+  dismantled_at_exit(const dismantled_at_exit&) = delete;
+  dismantled_at_exit& operator=(const dismantled_at_exit&) = delete;
+  ~dismantled_at_exit() { dismantle(value_); }
+
+ private:
+  nlohmann::json& value_;
+};
+
 }  // namespace detail
 
 // idem::json_serializable<T>
@@ -78,7 +97,9 @@ struct json_codec {
   payload encode(const T& value) const {
     payload p;
     p.type = std::string(type);
-    p.body = detail::to_json_value(value).dump();
+    nlohmann::json tree = detail::to_json_value(value);
+    const detail::dismantled_at_exit cleanup(tree);
+    p.body = tree.dump();
     return p;
   }
 
@@ -86,7 +107,9 @@ struct json_codec {
   T decode(const payload& p) const {
     if (p.type != type) throw corrupt_record_error("json_codec cannot decode a payload of type '" + p.type + "'");
     try {
-      return detail::from_json_value<T>(detail::parse_stored_json(p.body));
+      nlohmann::json value = detail::parse_stored_json(p.body);
+      const detail::dismantled_at_exit cleanup(value);
+      return detail::from_json_value<T>(value);
     } catch (const nlohmann::json::exception& e) {
       throw corrupt_record_error(std::string("json_codec could not decode the stored payload: ") + e.what());
     }

@@ -12,6 +12,8 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 #include <idem/errors.hpp>
 #include <idem/json_codec.hpp>
@@ -33,15 +35,22 @@ nlohmann::json to_nlohmann(simdjson::dom::element element) {
   using kind = simdjson::dom::element_type;
   switch (element.type()) {
     case kind::OBJECT: {
-      nlohmann::json value = nlohmann::json::object();
+      nlohmann::json value(nlohmann::json::value_t::object);
       auto& members = value.get_ref<nlohmann::json::object_t&>();
-      // nlohmann writes names in order, so the hint at the end makes each insertion constant time.
-      for (const simdjson::dom::key_value_pair member : simdjson::dom::object(element))
-        members.insert_or_assign(members.end(), std::string(member.key), to_nlohmann(member.value));
+      for (const simdjson::dom::key_value_pair member : simdjson::dom::object(element)) {
+        // nlohmann writes names in order, so a name normally comes after every name before it: put
+        // at the end in one comparison (insert_or_assign with a hint looks the place up twice).
+        if (members.empty() || members.rbegin()->first < member.key) {
+          members.emplace_hint(members.end(), std::piecewise_construct, std::forward_as_tuple(member.key),
+                               std::forward_as_tuple(to_nlohmann(member.value)));
+        } else {
+          members.insert_or_assign(std::string(member.key), to_nlohmann(member.value));
+        }
+      }
       return value;
     }
     case kind::ARRAY: {
-      nlohmann::json value = nlohmann::json::array();
+      nlohmann::json value(nlohmann::json::value_t::array);
       auto& items = value.get_ref<nlohmann::json::array_t&>();
       for (const simdjson::dom::element item : simdjson::dom::array(element)) items.push_back(to_nlohmann(item));
       return value;
@@ -85,6 +94,18 @@ nlohmann::json parse_padded(simdjson::dom::parser& parser, std::string& padded, 
 }
 
 }  // namespace
+
+void dismantle(nlohmann::json& value) noexcept {
+  if (value.is_object()) {
+    auto& members = value.get_ref<nlohmann::json::object_t&>();
+    for (auto& member : members) dismantle(member.second);
+    members.clear();
+  } else if (value.is_array()) {
+    auto& items = value.get_ref<nlohmann::json::array_t&>();
+    for (auto& item : items) dismantle(item);
+    items.clear();
+  }
+}
 
 nlohmann::json parse_stored_json(std::string_view text) {
   if (text.size() > reused_capacity) {

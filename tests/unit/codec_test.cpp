@@ -136,6 +136,22 @@ TEST_CASE("codec: json_codec reads nesting up to its max_depth and refuses one m
                   idem::corrupt_record_error);
 }
 
+TEST_CASE("codec: a decoded value is taken apart innermost first, down to json_codec's max_depth", "[codec]") {
+  nlohmann::json value = idem::detail::parse_stored_json(R"({"a":[1,{"b":[2,"three"]}],"c":"text","d":{}})");
+  idem::detail::dismantle(value);
+  CHECK(value.is_object());  // the kind stays: only what it held is gone
+  CHECK(value.empty());
+  nlohmann::json list = idem::detail::parse_stored_json(R"([[1,[2]],{"e":null}])");
+  idem::detail::dismantle(list);
+  CHECK(list.is_array());
+  CHECK(list.empty());
+
+  // The deepest value json_codec reads back decodes (and is taken apart after) as nlohmann reads it.
+  const std::string deepest = std::string(idem::json_codec::max_depth, '[') + std::string(idem::json_codec::max_depth, ']');
+  const idem::payload stored{std::string(idem::json_codec::type), deepest, {}};
+  CHECK(idem::json_codec{}.decode<nlohmann::json>(stored) == nlohmann::json::parse(deepest));
+}
+
 TEST_CASE("codec: json_codec reads a large result, and a small one after it on the same thread", "[codec]") {
   // Large texts are parsed on a parser of their own: the thread's reused one must still work after.
   std::vector<std::string> many(20000, "line of a large result");
