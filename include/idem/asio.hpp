@@ -336,11 +336,12 @@ detail::result_of<F> run_guarded_async(engine& eng, transaction_source* transact
                                   "was given to begin its transaction");
       opened = source->begin_unbound();
     }
-    // The call, in the opened transaction when there is one.
+    // The call, in the opened transaction when there is one, completing on the coroutine's own
+    // executor type (a coroutine co_awaits only awaitables of its executor; F's may be any).
+    const boost::asio::use_awaitable_t<typename coroutine::executor_type> on_this_executor;
     const auto call = [&](auto&&... codec) {
-      if (opened)
-        return async_execute(e, c, opened->get(), std::move(a), codec..., boost::asio::use_awaitable);
-      return async_execute(e, c, std::move(a), codec..., boost::asio::use_awaitable);
+      if (opened) return async_execute(e, c, opened->get(), std::move(a), codec..., on_this_executor);
+      return async_execute(e, c, std::move(a), codec..., on_this_executor);
     };
     if constexpr (std::is_void_v<T>) {
       outcome<void> result = co_await call();

@@ -6,6 +6,7 @@
 #include <future>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include <idem/json_codec.hpp>
 
@@ -29,6 +30,9 @@ struct Fine {
   // In a transaction its wrapper begins and carries, which join-transaction can join.
   [[idem::idempotent(key = "event.id", transaction = "required", completion = "join-transaction")]]
   boost::asio::awaitable<void> c(const Event& event);
+  // On an executor type of its own: the wrapper completes on that type.
+  [[idem::idempotent(key = "event.id", codec = "idem::json_codec")]]
+  boost::asio::awaitable<int, boost::asio::io_context::executor_type> d(const Event& event);
 };
 
 struct Refused {

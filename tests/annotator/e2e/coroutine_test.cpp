@@ -41,6 +41,27 @@ TEST_CASE("a guarded coroutine runs once per key and its duplicates get the valu
   CHECK(answers == 3);
 }
 
+TEST_CASE("a guarded coroutine on a concrete executor type completes on that type", "[annotator][e2e][async]") {
+  idem::memory_store store;
+  idem::engine engine{store};
+  idem::guarded<shop::Ledger> ledger{engine};
+  asio::io_context io;
+  int answers = 0;
+  for (int copy = 0; copy < 3; ++copy) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void, shop::Ledger::executor> {
+          shop::Ledger& base = ledger;
+          const int posted = co_await base.post(7);
+          if (posted == 8) ++answers;
+        },
+        asio::detached);
+  }
+  io.run();
+  CHECK(ledger.posts == 1);  // three concurrent calls, one execution
+  CHECK(answers == 3);
+}
+
 TEST_CASE("the key is computed before the wrapper suspends: the argument may be gone by then", "[annotator][e2e][async]") {
   idem::memory_store store;
   idem::engine engine{store};

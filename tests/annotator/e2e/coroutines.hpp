@@ -6,6 +6,8 @@
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -67,6 +69,27 @@ class Tab {
 
  private:
   journal::book* book_;
+};
+
+// A coroutine on a concrete executor type instead of any_io_executor: a coroutine co_awaits only
+// awaitables of its own executor type, so the wrapper's call completes on that type too.
+class Ledger {
+ public:
+  using executor = boost::asio::io_context::executor_type;
+
+  virtual ~Ledger() = default;
+
+  [[idem::idempotent(key = "entry", codec = "idem::json_codec", waitTimeout = "PT10S")]]
+  virtual boost::asio::awaitable<int, executor> post(int entry) {
+    ++posts;
+    boost::asio::basic_waitable_timer<std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>,
+                                      executor>
+        timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
+    co_await timer.async_wait(boost::asio::use_awaitable_t<executor>{});
+    co_return entry + 1;
+  }
+
+  int posts = 0;
 };
 
 }  // namespace shop
