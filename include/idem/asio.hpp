@@ -48,7 +48,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/execution/executor.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -96,6 +99,20 @@ inline std::exception_ptr for_asio(std::exception_ptr error) {
   }
 }
 
+// What keeps `executor`'s execution context from running out of work while a call is pending
+// (Asio's rule for an asynchronous operation): the executor preferring outstanding_work.tracked
+// for a standard executor — a strand of any_io_executor has no on_work_started, so
+// executor_work_guard does not compile for it — and executor_work_guard for an executor of the
+// older kind. Reset when the call completes.
+template <class Executor>
+auto track_work(const Executor& executor) {
+  if constexpr (boost::asio::execution::is_executor<Executor>::value) {
+    return std::optional(boost::asio::prefer(executor, boost::asio::execution::outstanding_work.tracked));
+  } else {
+    return std::optional(boost::asio::make_work_guard(executor));
+  }
+}
+
 // The state one call keeps between its steps. Shared by the engine's callbacks, the cancellation
 // slot's handler and the posted completion.
 template <class T, class Handler, class Action, class Codec>
@@ -107,7 +124,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
   operation(Handler handler, Action action, Codec codec)
       : handler_(std::move(handler)),
         executor_(boost::asio::get_associated_executor(handler_, boost::asio::system_executor())),
-        work_(executor_),
+        work_(track_work(executor_)),
         action_(std::move(action)),
         codec_(std::move(codec)) {}
 
@@ -240,7 +257,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
 
   Handler handler_;
   executor_type executor_;
-  boost::asio::executor_work_guard<executor_type> work_;
+  decltype(track_work(std::declval<const executor_type&>())) work_;
   Action action_;
   Codec codec_;
   std::optional<stored> value_;

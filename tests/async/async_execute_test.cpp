@@ -24,6 +24,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
@@ -141,6 +142,33 @@ TEST_CASE("async_execute keeps execute's semantics: replay decoded, in flight, t
   CHECK(listener->failed == 1);
   CHECK(listener->duplicates == 1);
   CHECK(listener->in_flight == 1);
+}
+
+TEST_CASE("a call completes on a strand of any_io_executor: the handler's, or a coroutine's own executor type") {
+  // A strand of any_io_executor (what make_strand gives for a socket's executor) has no
+  // on_work_started, so the call's work tracking must not rely on it; io.run() returning with both
+  // calls answered shows the work was counted and then released.
+  using strand = asio::strand<asio::any_io_executor>;
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  const strand serial(io.get_executor());
+  int answered = 0;
+  idem::async_execute(engine, engine.make_context("Strands.callback", "k"), [] { return 5; }, idem::json_codec{},
+                      asio::bind_executor(serial, [&](std::exception_ptr e, idem::outcome<int> o) {
+                        if (!e && o.value() == 5 && serial.running_in_this_thread()) ++answered;
+                      }));
+  asio::co_spawn(
+      serial,
+      [&]() -> asio::awaitable<void, strand> {
+        const auto ctx = engine.make_context("Strands.callback", "k");
+        const idem::outcome<int> o = co_await idem::async_execute(engine, ctx, [] { return 6; }, idem::json_codec{},
+                                                                  asio::use_awaitable_t<strand>{});
+        if (o.is_replay() && o.value() == 5) ++answered;
+      },
+      asio::detached);
+  io.run();
+  CHECK(answered == 2);
 }
 
 TEST_CASE("completion tokens: use_future, deferred and a plain callback") {

@@ -57,9 +57,20 @@ TEST_CASE("a guarded coroutine on a concrete executor type completes on that typ
         },
         asio::detached);
   }
+  const shop::Ledger::strand serial(io.get_executor());
+  for (int copy = 0; copy < 2; ++copy) {
+    asio::co_spawn(
+        serial,
+        [&]() -> asio::awaitable<void, shop::Ledger::strand> {
+          shop::Ledger& base = ledger;
+          const int posted = co_await base.post_in_order(7);
+          if (posted == 9) ++answers;
+        },
+        asio::detached);
+  }
   io.run();
-  CHECK(ledger.posts == 1);  // three concurrent calls, one execution
-  CHECK(answers == 3);
+  CHECK(ledger.posts == 2);  // three concurrent calls of post, two of post_in_order: one execution each
+  CHECK(answers == 5);
 }
 
 TEST_CASE("the key is computed before the wrapper suspends: the argument may be gone by then", "[annotator][e2e][async]") {

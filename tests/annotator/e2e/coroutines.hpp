@@ -9,6 +9,7 @@
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -87,6 +88,15 @@ class Ledger {
         timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
     co_await timer.async_wait(boost::asio::use_awaitable_t<executor>{});
     co_return entry + 1;
+  }
+
+  // On a strand of any_io_executor (make_strand of a socket's executor), which has no
+  // on_work_started.
+  using strand = boost::asio::strand<boost::asio::any_io_executor>;
+  [[idem::idempotent(key = "entry", codec = "idem::json_codec")]]
+  virtual boost::asio::awaitable<int, strand> post_in_order(int entry) {
+    ++posts;
+    co_return entry + 2;
   }
 
   int posts = 0;
