@@ -54,9 +54,9 @@ T from_json_value(const nlohmann::json& j) {
 
 // Empties the arrays and objects in `value`, innermost first. nlohmann's destructor allocates a
 // stack for every non-empty array or object it destroys (so that no nesting overflows the call
-// stack); here each encode and decode saves that allocation. Recursive, as deep as `value` nests:
-// for a value parse_stored_json made, at most json_codec::max_depth levels; for one about to be
-// encoded, no deeper than dump() goes, which is recursive too.
+// stack); here each encode and decode saves that allocation. Recursive down to
+// json_codec::max_depth levels (as deep as parse_stored_json reads); anything nested deeper, as a
+// value to encode may be, is left whole to nlohmann's destructor.
 void dismantle(nlohmann::json& value) noexcept;
 
 // Dismantles a value when the encode or decode is done with it, thrown or not.

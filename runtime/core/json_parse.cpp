@@ -95,17 +95,25 @@ nlohmann::json parse_padded(simdjson::dom::parser& parser, std::string& padded, 
 
 }  // namespace
 
-void dismantle(nlohmann::json& value) noexcept {
+namespace {
+
+// dismantle() down to `levels` more levels; what lies deeper is left to nlohmann's destructor.
+void dismantle_levels(nlohmann::json& value, std::size_t levels) noexcept {
+  if (levels == 0) return;
   if (value.is_object()) {
     auto& members = value.get_ref<nlohmann::json::object_t&>();
-    for (auto& member : members) dismantle(member.second);
+    for (auto& member : members) dismantle_levels(member.second, levels - 1);
     members.clear();
   } else if (value.is_array()) {
     auto& items = value.get_ref<nlohmann::json::array_t&>();
-    for (auto& item : items) dismantle(item);
+    for (auto& item : items) dismantle_levels(item, levels - 1);
     items.clear();
   }
 }
+
+}  // namespace
+
+void dismantle(nlohmann::json& value) noexcept { dismantle_levels(value, json_codec::max_depth); }
 
 nlohmann::json parse_stored_json(std::string_view text) {
   if (text.size() > reused_capacity) {

@@ -150,6 +150,15 @@ TEST_CASE("codec: a decoded value is taken apart innermost first, down to json_c
   const std::string deepest = std::string(idem::json_codec::max_depth, '[') + std::string(idem::json_codec::max_depth, ']');
   const idem::payload stored{std::string(idem::json_codec::type), deepest, {}};
   CHECK(idem::json_codec{}.decode<nlohmann::json>(stored) == nlohmann::json::parse(deepest));
+
+  // A value nested far deeper (one to encode may be): taken apart down to max_depth, the rest left
+  // to nlohmann's destructor, which needs no call stack for it; recursing all the way would
+  // overflow the stack here.
+  nlohmann::json tower = nlohmann::json::array();
+  for (int level = 0; level < 1'000'000; ++level) tower = nlohmann::json::array({std::move(tower)});
+  idem::detail::dismantle(tower);
+  CHECK(tower.is_array());
+  CHECK(tower.empty());
 }
 
 TEST_CASE("codec: json_codec reads a large result, and a small one after it on the same thread", "[codec]") {
