@@ -58,6 +58,7 @@
 #include <boost/system/system_error.hpp>
 
 #include <idem/codec.hpp>
+#include <idem/detail/recycled.hpp>
 #include <idem/engine.hpp>
 #include <idem/invoke.hpp>
 #include <idem/asio_event_loop.hpp>
@@ -273,7 +274,11 @@ auto initiate(engine& eng, const context& ctx, transaction* tx, Action&& action,
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, outcome<T>)>(
       [&eng, tx](auto handler, const context& c, auto act, Codec cod) {
         using op_type = operation<T, decltype(handler), decltype(act), Codec>;
-        std::make_shared<op_type>(std::move(handler), std::move(act), std::move(cod))->start(eng, c, tx);
+        // Not the handler's associated allocator: Asio wants its memory given back before the handler
+        // runs, and the call may outlive that (its heartbeat, a store's late answer).
+        std::allocate_shared<op_type>(idem::detail::recycling_allocator<op_type>(), std::move(handler), std::move(act),
+                                      std::move(cod))
+            ->start(eng, c, tx);
       },
       token, ctx, std::forward<Action>(action), std::move(codec));
 }

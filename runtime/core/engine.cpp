@@ -1,5 +1,6 @@
 // runtime/core/engine.cpp — idem::engine: claim, run, complete or release, and the three
 // completion paths (alone, after the caller's commit, inside the caller's transaction).
+#include <idem/detail/recycled.hpp>
 #include <idem/duration.hpp>
 #include <idem/engine.hpp>
 #include <idem/policy_registry.hpp>
@@ -692,8 +693,8 @@ void engine_core::async_run(const context& ctx, transaction* tx, async_action ac
         if (ctx.completion == completion_mode::join_transaction)
           check_join_possible(ctx, tx, "for this asynchronous call (give it the transaction: engine::async_run, "
                                        "idem::async_execute(engine, ctx, tx, ...))");
-        call = std::make_shared<async_call>(shared_from_this(), ctx, tx, std::move(action),
-                                            std::move(encode), std::move(done));
+        call = std::allocate_shared<async_call>(recycling_allocator<async_call>(), shared_from_this(), ctx, tx,
+                                                std::move(action), std::move(encode), std::move(done));
       }))
     return done(std::move(refused), raw_outcome{in_flight{}});
   if (ctx.completion != completion_mode::join_transaction) return call->claim(cancel);

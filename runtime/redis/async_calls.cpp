@@ -8,6 +8,7 @@
 #include <variant>
 
 #include <idem/async.hpp>
+#include <idem/detail/recycled.hpp>
 
 #include "../core/caught.hpp"
 #include "../core/pending_calls.hpp"
@@ -221,7 +222,8 @@ void redis_store::impl::async_release_record(const identity& id, const std::stri
     const identity id;
     const release_request request;
   };
-  auto op = std::make_shared<async_mutation<release_call>>(std::move(done), *this, id, key, token_text);
+  auto op = std::allocate_shared<async_mutation<release_call>>(detail::recycling_allocator<async_mutation<release_call>>(),
+                                                               std::move(done), *this, id, key, token_text);
   op->call.emplace(*this, target{"release", &op->request.id}, rd::scripts().release, op->request.request.keys,
                    op->request.request.args, true);
   run_async(*op->call, [this, op](std::exception_ptr error, outcome out) {
@@ -244,7 +246,9 @@ void redis_store::async_try_acquire(const context& ctx, cancellation* cancel, as
     done(nullptr, std::move(*hit));
     return;
   }
-  std::make_shared<impl::async_acquire>(d, ctx, std::move(key), cancel, std::move(done))->start();
+  std::allocate_shared<impl::async_acquire>(detail::recycling_allocator<impl::async_acquire>(), d, ctx, std::move(key),
+                                           cancel, std::move(done))
+      ->start();
 }
 
 void redis_store::async_complete(const identity& id, const lease_token& token, const payload& value,
@@ -261,7 +265,9 @@ void redis_store::async_complete(const identity& id, const lease_token& token, c
     const milliseconds ttl;
     const impl::complete_request request;
   };
-  auto op = std::make_shared<impl::async_mutation<complete_call>>(std::move(done), d, id, token, value, ttl);
+  using complete_op = impl::async_mutation<complete_call>;
+  auto op = std::allocate_shared<complete_op>(detail::recycling_allocator<complete_op>(), std::move(done), d, id, token,
+                                             value, ttl);
   op->call.emplace(d, impl::target{"complete", &op->request.id}, rd::scripts().complete, op->request.request.keys,
                    op->request.request.args, true);
   op->sent_at = steady::now();
