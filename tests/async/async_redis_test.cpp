@@ -4,9 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <atomic>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -103,4 +107,57 @@ TEST_CASE("a Redis store may be let go of in the completion of its last call, on
         return std::make_unique<idem::redis_store>(options);
       },
       "LetGo.redis", "k");
+}
+
+namespace {
+
+// Counts the completion handlers let go of: one per asynchronous call.
+struct held_handler {
+  explicit held_handler(std::atomic<int>& count) : released(count) {}
+  held_handler(const held_handler&) = delete;
+  held_handler& operator=(const held_handler&) = delete;
+  ~held_handler() { ++released; }
+  std::atomic<int>& released;
+};
+
+// `calls` claims of fresh keys at once; for each answer, in order, how many handlers had been let
+// go of when it came (-1 for an answer that was not a claim).
+std::vector<int> released_at_each_answer(idem::redis_store& store, idem::engine& engine, const std::string& scope,
+                                         int calls) {
+  std::atomic<int> released{0};
+  std::mutex mutex;
+  std::vector<int> seen;
+  std::promise<void> all_answered;
+  for (int i = 0; i < calls; ++i) {
+    auto mine = std::make_shared<held_handler>(released);
+    store.async_try_acquire(
+        engine.make_context(scope, "k" + std::to_string(i)), nullptr,
+        [mine, &released, &mutex, &seen, &all_answered, calls](std::exception_ptr error, idem::acquire_result result) {
+          const bool claimed = error == nullptr && std::holds_alternative<idem::acquired>(result);
+          std::lock_guard lock(mutex);
+          seen.push_back(claimed ? released.load() : -1);
+          if (static_cast<int>(seen.size()) == calls) all_answered.set_value();
+        });
+  }
+  REQUIRE(all_answered.get_future().wait_for(10s) == std::future_status::ready);
+  REQUIRE(eventually([&] { return released.load() == calls; }, 10s));
+  std::lock_guard lock(mutex);
+  return seen;
+}
+
+}  // namespace
+
+// The replies read together are answered one after the other; each call, with everything its
+// handler holds (its caller's whole call), goes as soon as its handler returns — not with the last
+// of the batch, which would free dozens of calls at once just after their successors were made.
+TEST_CASE("on Redis, each asynchronous call is let go of as soon as its handler returns, not with its batch") {
+  auto store = store_for("let-go-each");
+  idem::engine engine{*store, idem::test::quiet_config()};
+  constexpr int calls = 32;
+  released_at_each_answer(*store, engine, "Each.warm", calls);  // connections and the slot map first
+  const std::vector<int> seen = released_at_each_answer(*store, engine, "Each.call", calls);
+  REQUIRE(seen.size() == static_cast<std::size_t>(calls));
+  // The store's replies are answered on its one loop thread: the k-th answer (from 0) finds the k
+  // handlers answered before it let go of.
+  for (int k = 0; k < calls; ++k) CHECK(seen[static_cast<std::size_t>(k)] == k);
 }
