@@ -77,24 +77,30 @@ std::shared_ptr<multiplexed_connection> connection_pool::take() {
   }
 }
 
-void connection_pool::async_take(take_handler done) {
+std::shared_ptr<multiplexed_connection> connection_pool::take_open() {
   for (;;) {
     std::shared_ptr<multiplexed_connection> conn;
     {
       std::lock_guard lock(mutex_);
       conn = least_busy_locked();
-      if (conn == nullptr) {
-        awaiting_open_.push_back(std::move(done));
-        if (awaiting_open_.size() > 1) return;  // the first caller's task opens it
-        break;
-      }
     }
-    if (conn->usable(idle_check_after)) {
+    if (conn == nullptr || conn->usable(idle_check_after)) return conn;
+    std::lock_guard lock(mutex_);
+    std::erase(open_, conn);  // the server closed it: pick again
+  }
+}
+
+void connection_pool::async_take(take_handler done) {
+  for (;;) {
+    if (auto conn = take_open()) {
       done(std::move(conn), nullptr);
       return;
     }
     std::lock_guard lock(mutex_);
-    std::erase(open_, conn);  // the server closed it: pick again
+    if (least_busy_locked() != nullptr) continue;  // opened meanwhile: take it
+    awaiting_open_.push_back(std::move(done));
+    if (awaiting_open_.size() > 1) return;  // the first caller's task opens it
+    break;
   }
   try {
     detail::blocking_pool::shared().post([this] { open_for_awaiting(); });

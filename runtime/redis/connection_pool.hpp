@@ -42,6 +42,9 @@ class connection_pool {
   // the io_failure and a null connection. Never throws.
   using take_handler = std::function<void(std::shared_ptr<multiplexed_connection>, const io_failure*)>;
   void async_take(take_handler done);
+  // async_take's common case without a handler: the least busy open connection (usable), or null
+  // when none is open. Never opens one, never blocks on the network. Never throws.
+  std::shared_ptr<multiplexed_connection> take_open();
 
   const endpoint& where() const noexcept { return where_; }
   std::uint64_t opened() const noexcept { return opened_.load(std::memory_order_relaxed); }

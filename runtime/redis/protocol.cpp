@@ -324,18 +324,28 @@ void redis_store::impl::run_async(script_call& c, outcome_handler done) {
     continue_blocking(c, std::move(done), [] { return false; });
     return;
   }
+  // The common case, a connection open already: sent at once, with no handler to wait for one.
+  if (std::shared_ptr<rd::multiplexed_connection> conn = c.node->pool.take_open()) {
+    send_async(c, *conn, std::move(done));
+    return;
+  }
   c.node->pool.async_take([this, &c, done = std::move(done)](std::shared_ptr<rd::multiplexed_connection> conn,
                                                              const rd::io_failure* not_opened) mutable {
     if (conn == nullptr) {
       answered(c, not_opened, std::move(done));
       return;
     }
-    prepare(c);
-    conn->async_exchange(std::span(c.commands.data(), c.count), std::span(c.replies.data(), c.count), c.with_wait,
-                         [this, &c, done = std::move(done)](const rd::io_failure* failure, std::span<rd::reply_ptr>) {
-                           answered(c, failure, done);
-                         });
+    send_async(c, *conn, std::move(done));
   });
+}
+
+void redis_store::impl::send_async(script_call& c, rd::multiplexed_connection& conn, outcome_handler done) {
+  prepare(c);
+  conn.async_exchange(std::span(c.commands.data(), c.count), std::span(c.replies.data(), c.count), c.with_wait,
+                      [this, &c, done = std::move(done)](const rd::io_failure* failure,
+                                                         std::span<rd::reply_ptr>) mutable {
+                        answered(c, failure, std::move(done));  // called once: `done` is its own to give
+                      });
 }
 
 void redis_store::impl::answered(script_call& c, const rd::io_failure* failure, outcome_handler done) {

@@ -158,6 +158,8 @@ struct redis_store::impl {
   // live until `done` ran; `done` runs once, on a thread of the store.
   using outcome_handler = std::function<void(std::exception_ptr, outcome)>;
   void run_async(script_call& c, outcome_handler done);
+  // run_async's round trip on `conn`, open already.
+  void send_async(script_call& c, rd::multiplexed_connection& conn, outcome_handler done);
   // run_async's next step once a round trip ended (`failure` null: the replies are in `c`).
   void answered(script_call& c, const rd::io_failure* failure, outcome_handler done);
   // The call on a thread of the shared blocking pool: `step` (true: done), then run_blocking.
