@@ -3,8 +3,8 @@
 // complete on the store's own threads, never on a thread parked for the call.
 #include <catch2/catch.hpp>
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <mutex>
