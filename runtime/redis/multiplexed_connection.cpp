@@ -1,6 +1,7 @@
 // runtime/redis/multiplexed_connection.cpp — one command connection that many callers pipeline on.
 #include "multiplexed_connection.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -242,13 +243,18 @@ bool multiplexed_connection::await_socket(short events, std::chrono::steady_cloc
 }
 
 void multiplexed_connection::send_locked(const std::string& own) {
-  // Commands held back for a batch go first: the order of writes is the order of replies.
-  std::string batch;
-  if (!unsent_.empty()) {
-    unsent_ += own;
-    batch.swap(unsent_);
-  }
-  const std::string& wire = batch.empty() ? own : batch;
+  // Commands held back for a batch go first: the order of writes is the order of replies. They are
+  // written from unsent_ itself, which keeps its capacity for the next batch: grown anew for every
+  // batch, it made several allocations per read, the last above the size malloc caches per thread.
+  if (!unsent_.empty()) unsent_ += own;
+  const std::string& wire = unsent_.empty() ? own : unsent_;
+  struct emptied_at_exit {  // sent or not (a failure breaks the connection), unsent_ is done with
+    std::string& held;
+    ~emptied_at_exit() {
+      held.clear();
+      if (held.capacity() > 2 * max_unsent) std::string().swap(held);  // grown by a large `own`
+    }
+  } const emptied{unsent_};
   const int fd = conn_.fd();
   const auto deadline = std::chrono::steady_clock::now() + command_timeout_;
   std::size_t sent = 0;
@@ -305,6 +311,8 @@ void multiplexed_connection::parse(const char* bytes, std::size_t size, std::deq
 
 void multiplexed_connection::deliver_locked(std::deque<reply_ptr>& replies, finished_calls& finished) {
   if (!replies.empty()) last_reply_ = std::chrono::steady_clock::now();
+  // At most one call finishes per reply: one allocation for the batch, not one per doubling.
+  finished.reserve(finished.size() + std::min(replies.size(), waiting_.size()));
   while (!replies.empty() && !waiting_.empty()) {
     call& c = *waiting_.front();
     c.replies[c.received++] = std::move(replies.front());
