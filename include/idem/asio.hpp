@@ -130,7 +130,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
         codec_(std::move(codec)) {}
 
   // `tx` may be null: outside a transaction.
-  void start(engine& eng, const context& ctx, transaction* tx) {
+  void start(engine& eng, context ctx, transaction* tx) {
     auto slot = boost::asio::get_associated_cancellation_slot(handler_);
     if (slot.is_connected()) {
       std::weak_ptr<operation> weak = this->shared_from_this();
@@ -148,9 +148,9 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
       self->finish(std::move(error), std::move(raw));
     };
     if (tx != nullptr) {
-      eng.async_run(ctx, *tx, std::move(act), std::move(encode), &cancel_, std::move(done));
+      eng.async_run(std::move(ctx), *tx, std::move(act), std::move(encode), &cancel_, std::move(done));
     } else {
-      eng.async_run(ctx, std::move(act), std::move(encode), &cancel_, std::move(done));
+      eng.async_run(std::move(ctx), std::move(act), std::move(encode), &cancel_, std::move(done));
     }
     initiating_.store(false);
   }
@@ -272,13 +272,15 @@ template <class T, class Action, class Codec, class CompletionToken>
 auto initiate(engine& eng, const context& ctx, transaction* tx, Action&& action, Codec codec,
               CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, outcome<T>)>(
-      [&eng, tx](auto handler, const context& c, auto act, Codec cod) {
+      // `c` is async_initiate's own copy of the caller's context (a token that defers the call keeps
+      // one), moved on to the engine's call.
+      [&eng, tx](auto handler, context c, auto act, Codec cod) {
         using op_type = operation<T, decltype(handler), decltype(act), Codec>;
         // Not the handler's associated allocator: Asio wants its memory given back before the handler
         // runs, and the call may outlive that (its heartbeat, a store's late answer).
         std::allocate_shared<op_type>(idem::detail::recycling_allocator<op_type>(), std::move(handler), std::move(act),
                                       std::move(cod))
-            ->start(eng, c, tx);
+            ->start(eng, std::move(c), tx);
       },
       token, ctx, std::forward<Action>(action), std::move(codec));
 }

@@ -153,8 +153,9 @@ class engine {
   // once, from the thread that finished the last step; an invalid context, and
   // completion_mode::join_transaction (it needs the overload below, given the transaction), are
   // reported through `done` before anything is acquired. A call may outlive the engine object
-  // (it keeps what it uses); the store must outlive every call.
-  void async_run(const context& ctx, async_action action, std::function<payload()> encode, cancellation* cancel,
+  // (it keeps what it uses, `ctx` included: pass an rvalue to spare a copy); the store must outlive
+  // every call.
+  void async_run(context ctx, async_action action, std::function<payload()> encode, cancellation* cancel,
                  async_handler<detail::raw_outcome> done);
   // The same inside `tx` (a transaction bound to a thread does not survive a co_await, so an
   // asynchronous call is handed its transaction): execute()'s semantics under a transaction. With
@@ -164,7 +165,7 @@ class engine {
   // otherwise the record is completed once `tx` commits and released if it rolls back. `tx` must
   // stay open, and be used by nothing but the call's action, until `done` ran; then the caller
   // commits or rolls it back.
-  void async_run(const context& ctx, transaction& tx, async_action action, std::function<payload()> encode,
+  void async_run(context ctx, transaction& tx, async_action action, std::function<payload()> encode,
                  cancellation* cancel, async_handler<detail::raw_outcome> done);
 
   friend void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);

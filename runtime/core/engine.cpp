@@ -88,14 +88,14 @@ detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()>
   return core_->run(ctx, action, encode);
 }
 
-void engine::async_run(const context& ctx, async_action action, std::function<payload()> encode,
+void engine::async_run(context ctx, async_action action, std::function<payload()> encode,
                        cancellation* cancel, async_handler<detail::raw_outcome> done) {
-  core_->async_run(ctx, nullptr, std::move(action), std::move(encode), cancel, std::move(done));
+  core_->async_run(std::move(ctx), nullptr, std::move(action), std::move(encode), cancel, std::move(done));
 }
 
-void engine::async_run(const context& ctx, transaction& tx, async_action action, std::function<payload()> encode,
+void engine::async_run(context ctx, transaction& tx, async_action action, std::function<payload()> encode,
                        cancellation* cancel, async_handler<detail::raw_outcome> done) {
-  core_->async_run(ctx, &tx, std::move(action), std::move(encode), cancel, std::move(done));
+  core_->async_run(std::move(ctx), &tx, std::move(action), std::move(encode), cancel, std::move(done));
 }
 
 namespace detail {
@@ -592,9 +592,9 @@ struct async_call : std::enable_shared_from_this<async_call> {
   // Takes the handlers by rvalue reference, so that each is moved only as its member is made, and
   // `done` is the last member made: when making the call throws, `d` is still the caller's to
   // report that with.
-  async_call(std::shared_ptr<engine_core> c, const context& x, transaction* t, async_action&& a,
+  async_call(std::shared_ptr<engine_core> c, context&& x, transaction* t, async_action&& a,
              std::function<payload()>&& e, async_handler<raw_outcome>&& d)
-      : core(std::move(c)), ctx(x), tx(t), action(std::move(a)), encode(std::move(e)), done(std::move(d)) {}
+      : core(std::move(c)), ctx(std::move(x)), tx(t), action(std::move(a)), encode(std::move(e)), done(std::move(d)) {}
 
   void fail(std::exception_ptr error) { done(std::move(error), raw_outcome{in_flight{}}); }
 
@@ -684,8 +684,9 @@ struct async_call : std::enable_shared_from_this<async_call> {
   const async_handler<raw_outcome> done;  // made last: see the constructor
 };
 
-void engine_core::async_run(const context& ctx, transaction* tx, async_action action, std::function<payload()> encode,
+void engine_core::async_run(context ctx, transaction* tx, async_action action, std::function<payload()> encode,
                             cancellation* cancel, async_handler<raw_outcome> done) {
+  const completion_mode completion = ctx.completion;  // ctx moves into the call
   std::shared_ptr<async_call> call;
   if (std::exception_ptr refused = caught([&] {
         ctx.validate();
@@ -693,11 +694,11 @@ void engine_core::async_run(const context& ctx, transaction* tx, async_action ac
         if (ctx.completion == completion_mode::join_transaction)
           check_join_possible(ctx, tx, "for this asynchronous call (give it the transaction: engine::async_run, "
                                        "idem::async_execute(engine, ctx, tx, ...))");
-        call = std::allocate_shared<async_call>(recycling_allocator<async_call>(), shared_from_this(), ctx, tx,
-                                                std::move(action), std::move(encode), std::move(done));
+        call = std::allocate_shared<async_call>(recycling_allocator<async_call>(), shared_from_this(), std::move(ctx),
+                                                tx, std::move(action), std::move(encode), std::move(done));
       }))
     return done(std::move(refused), raw_outcome{in_flight{}});
-  if (ctx.completion != completion_mode::join_transaction) return call->claim(cancel);
+  if (completion != completion_mode::join_transaction) return call->claim(cancel);
   // The store's answer about the transaction comes before anything is acquired.
   store_.async_join_problem(*tx, [call, cancel](std::exception_ptr error, std::string problem) {
     std::exception_ptr refusal = std::move(error);

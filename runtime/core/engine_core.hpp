@@ -23,7 +23,7 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   // engine::execute's call, type-erased; see engine.hpp.
   raw_outcome run(const context& ctx, function_ref<void()> action, function_ref<payload()> encode);
   // engine::async_run's calls (`tx` null: outside a transaction); see engine.hpp.
-  void async_run(const context& ctx, transaction* tx, async_action action, std::function<payload()> encode,
+  void async_run(context ctx, transaction* tx, async_action action, std::function<payload()> encode,
                  cancellation* cancel, async_handler<raw_outcome> done);
 
   // Hands `message` to the log sink; a sink that throws is ignored.
