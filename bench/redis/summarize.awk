@@ -36,6 +36,7 @@ END {
     printf "store  / raw:        first %s  replay %s\n", ratio(mops("store", t, "first"), mops("raw", t, "first")), ratio(mops("store", t, "replay"), mops("raw", t, "replay"))
     printf "store  / raw-lua:    first %s  replay %s\n", ratio(mops("store", t, "first"), mops("raw-lua", t, "first")), ratio(mops("store", t, "replay"), mops("raw-lua", t, "replay"))
     printf "store  / raw-idem:   first %s  replay %s  (the cost of the library over its own scripts)\n", ratio(mops("store", t, "first"), mops("raw-idem", t, "first")), ratio(mops("store", t, "replay"), mops("raw-idem", t, "replay"))
+    printf "engine / store:      first %s  replay %s  (what the engine adds over its store)\n", ratio(mops("engine", t, "first"), mops("store", t, "first")), ratio(mops("engine", t, "replay"), mops("store", t, "replay"))
     printf "store-1conn / raw:   first %s  replay %s\n", ratio(mops("store-1conn", t, "first"), mops("raw", t, "first")), ratio(mops("store-1conn", t, "replay"), mops("raw", t, "replay"))
     printf "engine / best peer:  first %s  replay %s  (peers without their local cache)\n", ratio(mops("engine", t, "first"), best_peer(t, "first")), ratio(mops("engine", t, "replay"), best_peer(t, "replay"))
     printf "engine+cache replay / best peer replay: %s; / powertools+cache replay: %s\n", ratio(mops("engine+cache", t, "replay"), best_peer(t, "replay")), ratio(mops("engine+cache", t, "replay"), mops("powertools+cache", t, "replay"))
