@@ -204,6 +204,30 @@ TEST_CASE("completion tokens: use_future, deferred and a plain callback") {
   runner.join();
 }
 
+// The initiation moves async_initiate's own copy of the context into the engine's call: a deferred
+// call must have kept that copy, since the caller's context may be gone when it starts (under ASan a
+// reference kept instead is a use after free; elsewhere the call would claim whatever key the freed
+// bytes spell, and the replay below would not find it).
+TEST_CASE("a deferred call keeps its own context: the caller's may be gone when it starts") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  const std::string key(40, 'k');  // beyond the short-string buffer: the context's copy is on the heap
+  auto op = [&] {
+    const idem::context ctx = engine.make_context("Tokens.deferred", key);
+    return idem::async_execute(engine, ctx, [] { return 9; }, idem::json_codec{}, asio::deferred);
+  }();
+  int ran = -1;
+  std::move(op)(asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<int> o) {
+    ran = (!e && o.ran()) ? o.value() : -2;
+  }));
+  io.run();
+  CHECK(ran == 9);
+  const auto again = engine.execute(engine.make_context("Tokens.deferred", key), [] { return 10; }, idem::json_codec{});
+  CHECK(again.is_replay());
+  CHECK(again.value() == 9);
+}
+
 TEST_CASE("bad input is the synchronous call's exception, through the token, before anything is acquired") {
   idem::memory_store store;
   idem::engine engine{store, quiet_config()};
