@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -111,38 +110,49 @@ TEST_CASE("a Redis store may be let go of in the completion of its last call, on
 
 namespace {
 
-// Counts the completion handlers let go of: one per asynchronous call.
-struct held_handler {
-  explicit held_handler(std::atomic<int>& count) : released(count) {}
-  held_handler(const held_handler&) = delete;
-  held_handler& operator=(const held_handler&) = delete;
-  ~held_handler() { ++released; }
-  std::atomic<int>& released;
+// What the handlers of one round of calls record; shared with them, so that a round given up on
+// (a failed REQUIRE) leaves nothing dangling for the handlers the store's destruction runs.
+struct round_record {
+  std::atomic<int> released{0};  // handlers let go of
+  std::mutex mutex;  // the first round's answers may come from the store's threads (the slot map unknown)
+  std::vector<int> seen;
 };
 
-// `calls` claims of fresh keys at once; for each answer, in order, how many handlers had been let
-// go of when it came (-1 for an answer that was not a claim).
-std::vector<int> released_at_each_answer(idem::redis_store& store, idem::engine& engine, const std::string& scope,
-                                         int calls) {
-  std::atomic<int> released{0};
-  std::mutex mutex;
-  std::vector<int> seen;
-  std::promise<void> all_answered;
+// Counts the completion handlers let go of: one per asynchronous call.
+struct held_handler {
+  explicit held_handler(std::shared_ptr<round_record> r) : record(std::move(r)) {}
+  held_handler(const held_handler&) = delete;
+  held_handler& operator=(const held_handler&) = delete;
+  ~held_handler() { ++record->released; }
+  std::shared_ptr<round_record> record;
+};
+
+// `calls` claims of fresh keys at once, made before `io` (the store's event loop) runs: the caller
+// holds each call while it starts it, and a reply answered meanwhile on another thread would be let
+// go of by the caller, later. Then `io` runs on this thread until every call is answered and let
+// go of. For each answer, in order, how many handlers had been let go of when it came (-1 for an
+// answer that was not a claim).
+std::vector<int> released_at_each_answer(asio::io_context& io, idem::redis_store& store, idem::engine& engine,
+                                         const std::string& scope, int calls) {
+  auto record = std::make_shared<round_record>();
   for (int i = 0; i < calls; ++i) {
-    auto mine = std::make_shared<held_handler>(released);
-    store.async_try_acquire(
-        engine.make_context(scope, "k" + std::to_string(i)), nullptr,
-        [mine, &released, &mutex, &seen, &all_answered, calls](std::exception_ptr error, idem::acquire_result result) {
-          const bool claimed = error == nullptr && std::holds_alternative<idem::acquired>(result);
-          std::lock_guard lock(mutex);
-          seen.push_back(claimed ? released.load() : -1);
-          if (static_cast<int>(seen.size()) == calls) all_answered.set_value();
-        });
+    store.async_try_acquire(engine.make_context(scope, "k" + std::to_string(i)), nullptr,
+                            [mine = std::make_shared<held_handler>(record)](std::exception_ptr error,
+                                                                           idem::acquire_result result) {
+                              const bool claimed = error == nullptr && std::holds_alternative<idem::acquired>(result);
+                              round_record& r = *mine->record;
+                              std::lock_guard lock(r.mutex);
+                              r.seen.push_back(claimed ? r.released.load() : -1);
+                            });
   }
-  REQUIRE(all_answered.get_future().wait_for(10s) == std::future_status::ready);
-  REQUIRE(eventually([&] { return released.load() == calls; }, 10s));
-  std::lock_guard lock(mutex);
-  return seen;
+  // Kept running while no registration is pending yet (a connection being opened elsewhere).
+  io.restart();
+  auto work = asio::make_work_guard(io);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (record->released.load() < calls && std::chrono::steady_clock::now() < deadline) io.run_one_for(100ms);
+  REQUIRE(record->released.load() == calls);
+  std::lock_guard lock(record->mutex);
+  return record->seen;
 }
 
 }  // namespace
@@ -151,13 +161,17 @@ std::vector<int> released_at_each_answer(idem::redis_store& store, idem::engine&
 // handler holds (its caller's whole call), goes as soon as its handler returns — not with the last
 // of the batch, which would free dozens of calls at once just after their successors were made.
 TEST_CASE("on Redis, each asynchronous call is let go of as soon as its handler returns, not with its batch") {
-  auto store = store_for("let-go-each");
-  idem::engine engine{*store, idem::test::quiet_config()};
+  asio::io_context io;
+  idem::redis_store_options options =
+      idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("let-go-each"));
+  options.event_loop = std::make_shared<idem::asio::event_loop>(io);
+  idem::redis_store store(options);
+  idem::engine engine{store, idem::test::quiet_config()};
   constexpr int calls = 32;
-  released_at_each_answer(*store, engine, "Each.warm", calls);  // connections and the slot map first
-  const std::vector<int> seen = released_at_each_answer(*store, engine, "Each.call", calls);
+  released_at_each_answer(io, store, engine, "Each.warm", calls);  // connections and the slot map first
+  const std::vector<int> seen = released_at_each_answer(io, store, engine, "Each.call", calls);
   REQUIRE(seen.size() == static_cast<std::size_t>(calls));
-  // The store's replies are answered on its one loop thread: the k-th answer (from 0) finds the k
-  // handlers answered before it let go of.
+  // Every reply is answered on this thread, in io.run_one_for: the k-th answer (from 0) finds the
+  // k handlers answered before it let go of.
   for (int k = 0; k < calls; ++k) CHECK(seen[static_cast<std::size_t>(k)] == k);
 }
