@@ -114,18 +114,19 @@ struct names {
   std::string stream;
   std::string group = "billing";
   std::string charges;  // a hash: order -> times charged
+  std::string records;  // the idem records' prefix: this run's, so that runs on one server stay apart
 };
 
 class consumer {
  public:
   consumer(const address& where, const names& n, std::string name)
-      : redis_(where), names_(n), name_(std::move(name)), store_(store_options(where)), engine_(store_) {}
+      : redis_(where), names_(n), name_(std::move(name)), store_(store_options(where, n)), engine_(store_) {}
 
-  static idem::redis_store_options store_options(const address& where) {
+  static idem::redis_store_options store_options(const address& where, const names& n) {
     idem::redis_store_options o;
     o.host = where.host;
     o.port = where.port;
-    o.prefix = "sample:idem:";
+    o.prefix = n.records;
     return o;
   }
 
@@ -247,7 +248,7 @@ int main(int argc, char** argv) {
     }
 
     const std::string run = idem::lease_token::generate().to_string().substr(0, 8);
-    names n{"sample:orders:" + run, "billing", "sample:charges:" + run};
+    names n{"sample:orders:" + run, "billing", "sample:charges:" + run, "sample:idem:" + run + ":"};
     {
       redis_client setup(where);
       setup.run({"XGROUP", "CREATE", n.stream, n.group, "$", "MKSTREAM"});
