@@ -44,6 +44,9 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
   std::optional<record_wait> wait;
   event_loop::id timer = 0;
   std::uint64_t generation = 0;
+  // Itself while a look is in flight (one at a time), so that the look's handler holds only `this`:
+  // std::function keeps a pointer inline, and allocates for a handler that holds a shared_ptr.
+  std::shared_ptr<async_acquire> looking;
 
   void start() {
     if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_acquire::cancelled)) {
@@ -60,8 +63,10 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
 
   // Sends the look prepared in `call`.
   void look() {
-    d.run_async(*call, [self = shared_from_this()](std::exception_ptr error, outcome out) {
-      self->looked(std::move(error), std::move(out));
+    looking = shared_from_this();
+    d.run_async(*call, [this](std::exception_ptr error, outcome out) {
+      const std::shared_ptr<async_acquire> self = std::move(looking);
+      looked(std::move(error), std::move(out));
     });
   }
 
@@ -212,6 +217,7 @@ struct redis_store::impl::async_mutation {
   std::optional<script_call> call;
   async_done done;
   std::chrono::steady_clock::time_point sent_at;
+  std::shared_ptr<async_mutation> sent;  // itself until the script answers (see async_acquire::looking)
 };
 
 void redis_store::impl::async_release_record(const identity& id, const std::string& key, std::string_view token_text,
@@ -226,9 +232,11 @@ void redis_store::impl::async_release_record(const identity& id, const std::stri
                                                                std::move(done), *this, id, key, token_text);
   op->call.emplace(*this, target{"release", &op->request.id}, rd::scripts().release, op->request.request.keys,
                    op->request.request.args, true);
-  run_async(*op->call, [this, op](std::exception_ptr error, outcome out) {
-    if (!error) error = detail::caught([&] { read_release(op->call->t, out); });
-    op->done(std::move(error));
+  op->sent = op;
+  run_async(*op->call, [this, sent = op.get()](std::exception_ptr error, outcome out) {
+    const auto self = std::move(sent->sent);
+    if (!error) error = detail::caught([&] { read_release(self->call->t, out); });
+    self->done(std::move(error));
   });
 }
 
@@ -271,13 +279,15 @@ void redis_store::async_complete(const identity& id, const lease_token& token, c
   op->call.emplace(d, impl::target{"complete", &op->request.id}, rd::scripts().complete, op->request.request.keys,
                    op->request.request.args, true);
   op->sent_at = steady::now();
-  d.run_async(*op->call, [&d, op](std::exception_ptr error, impl::outcome out) {
+  op->sent = op;
+  d.run_async(*op->call, [&d, sent = op.get()](std::exception_ptr error, impl::outcome out) {
+    const auto self = std::move(sent->sent);
     if (!error)
       error = detail::caught([&] {
-        d.read_complete(op->call->t, op->request.request, op->request.value ? &*op->request.value : nullptr,
-                        op->request.ttl, out, op->sent_at);
+        d.read_complete(self->call->t, self->request.request, self->request.value ? &*self->request.value : nullptr,
+                        self->request.ttl, out, self->sent_at);
       });
-    op->done(std::move(error));
+    self->done(std::move(error));
   });
 }
 

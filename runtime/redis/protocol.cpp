@@ -341,10 +341,10 @@ void redis_store::impl::run_async(script_call& c, outcome_handler done) {
 
 void redis_store::impl::send_async(script_call& c, rd::multiplexed_connection& conn, outcome_handler done) {
   prepare(c);
+  c.pending_handler = std::move(done);
   conn.async_exchange(std::span(c.commands.data(), c.count), std::span(c.replies.data(), c.count), c.with_wait,
-                      [this, &c, done = std::move(done)](const rd::io_failure* failure,
-                                                         std::span<rd::reply_ptr>) mutable {
-                        answered(c, failure, std::move(done));  // called once: `done` is its own to give
+                      [this, &c](const rd::io_failure* failure, std::span<rd::reply_ptr>) {
+                        answered(c, failure, std::move(c.pending_handler));  // called once; `c` may send again
                       });
 }
 

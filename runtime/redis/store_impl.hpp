@@ -104,6 +104,9 @@ struct redis_store::impl {
   // (a failover). A command that was sent and not answered is not retried, but the slot map is
   // refreshed for the next call. `keys` and `args` must outlive the call; so must the object
   // itself stay where it is (its commands view its numbers).
+  // What an asynchronous call (run_async) answers.
+  using outcome_handler = std::function<void(std::exception_ptr, outcome)>;
+
   struct script_call {
     script_call(const impl& d, target t, const rd::script& s, std::span<const std::string_view> keys,
                 std::span<const std::string_view> args, bool wait_for_replicas);
@@ -128,6 +131,9 @@ struct redis_store::impl {
     std::array<rd::reply_ptr, 3> replies;
     std::size_t count = 0;
     std::size_t script_at = 0;
+    // An asynchronous round trip's handler while the round trip is in flight: the connection's
+    // handler then holds two pointers, which std::function keeps inline, not a handler of its own.
+    outcome_handler pending_handler;
   };
   // What a stable slot map may take to reach a record: a MOVED (the map was stale), then an ASK
   // (the slot is migrating and the record already moved).
@@ -156,7 +162,6 @@ struct redis_store::impl {
   // The call without a parked thread: round trips on the event loop; what needs a blocking step (a
   // connection to open, a cluster's redirection) continues on the shared blocking pool. `c` must
   // live until `done` ran; `done` runs once, on a thread of the store.
-  using outcome_handler = std::function<void(std::exception_ptr, outcome)>;
   void run_async(script_call& c, outcome_handler done);
   // run_async's round trip on `conn`, open already.
   void send_async(script_call& c, rd::multiplexed_connection& conn, outcome_handler done);
