@@ -92,6 +92,8 @@ struct redis_store::impl {
     rd::reply_ptr reply;
     long long acknowledged = -1;  // replicas that acknowledged, -1 when WAIT was not sent
   };
+  // What an asynchronous script call (run_async) answers.
+  using outcome_handler = std::function<void(std::exception_ptr, outcome)>;
 
   // One call of a script in progress: what it sends where, and what its replies taught so far.
   // It runs `s` on the node serving keys[0] with EVALSHA, once more with EVAL if that node lost
@@ -104,9 +106,6 @@ struct redis_store::impl {
   // (a failover). A command that was sent and not answered is not retried, but the slot map is
   // refreshed for the next call. `keys` and `args` must outlive the call; so must the object
   // itself stay where it is (its commands view its numbers).
-  // What an asynchronous call (run_async) answers.
-  using outcome_handler = std::function<void(std::exception_ptr, outcome)>;
-
   struct script_call {
     script_call(const impl& d, target t, const rd::script& s, std::span<const std::string_view> keys,
                 std::span<const std::string_view> args, bool wait_for_replicas);
