@@ -46,7 +46,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
   std::uint64_t generation = 0;
   // Itself while a look is in flight (one at a time), so that the look's handler holds only `this`:
   // std::function keeps a pointer inline, and allocates for a handler that holds a shared_ptr.
-  std::shared_ptr<async_acquire> looking;
+  std::shared_ptr<async_acquire> kept_until_answered;
 
   void start() {
     if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_acquire::cancelled)) {
@@ -63,9 +63,9 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
 
   // Sends the look prepared in `call`.
   void look() {
-    looking = shared_from_this();
+    kept_until_answered = shared_from_this();
     d.run_async(*call, [this](std::exception_ptr error, outcome out) {
-      const std::shared_ptr<async_acquire> self = std::move(looking);
+      const std::shared_ptr<async_acquire> self = std::move(kept_until_answered);
       looked(std::move(error), std::move(out));
     });
   }
@@ -217,7 +217,7 @@ struct redis_store::impl::async_mutation {
   std::optional<script_call> call;
   async_done done;
   std::chrono::steady_clock::time_point sent_at;
-  std::shared_ptr<async_mutation> sent;  // itself until the script answers (see async_acquire::looking)
+  std::shared_ptr<async_mutation> kept_until_answered;  // itself until the script answers (as async_acquire's)
 };
 
 void redis_store::impl::async_release_record(const identity& id, const std::string& key, std::string_view token_text,
@@ -232,9 +232,9 @@ void redis_store::impl::async_release_record(const identity& id, const std::stri
                                                                std::move(done), *this, id, key, token_text);
   op->call.emplace(*this, target{"release", &op->request.id}, rd::scripts().release, op->request.request.keys,
                    op->request.request.args, true);
-  op->sent = op;
+  op->kept_until_answered = op;
   run_async(*op->call, [this, sent = op.get()](std::exception_ptr error, outcome out) {
-    const auto self = std::move(sent->sent);
+    const auto self = std::move(sent->kept_until_answered);
     if (!error) error = detail::caught([&] { read_release(self->call->t, out); });
     self->done(std::move(error));
   });
@@ -279,9 +279,9 @@ void redis_store::async_complete(const identity& id, const lease_token& token, c
   op->call.emplace(d, impl::target{"complete", &op->request.id}, rd::scripts().complete, op->request.request.keys,
                    op->request.request.args, true);
   op->sent_at = steady::now();
-  op->sent = op;
+  op->kept_until_answered = op;
   d.run_async(*op->call, [&d, sent = op.get()](std::exception_ptr error, impl::outcome out) {
-    const auto self = std::move(sent->sent);
+    const auto self = std::move(sent->kept_until_answered);
     if (!error)
       error = detail::caught([&] {
         d.read_complete(self->call->t, self->request.request, self->request.value ? &*self->request.value : nullptr,

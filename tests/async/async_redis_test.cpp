@@ -26,7 +26,6 @@
 
 #include "burst.hpp"
 #include "redis_support.hpp"
-#include "support/eventually.hpp"
 
 namespace {
 
@@ -34,11 +33,14 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using idem::test::burst;
 using idem::test::burst_result;
-using idem::test::eventually;
 
-std::unique_ptr<idem::redis_store> store_for(const char* hint) {
-  return std::make_unique<idem::redis_store>(idem::redis_test::test_options(
-      idem::redis_test::fixture_address(), idem::redis_test::unique_prefix(hint)));
+// A store on the fixture's server under a prefix of its own; with `io`, it reads its replies on
+// that io_context (options.event_loop) instead of a reactor thread of its own.
+std::unique_ptr<idem::redis_store> store_for(const char* hint, asio::io_context* io = nullptr) {
+  idem::redis_store_options options =
+      idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix(hint));
+  if (io != nullptr) options.event_loop = std::make_shared<idem::asio::event_loop>(*io);
+  return std::make_unique<idem::redis_store>(options);
 }
 
 }  // namespace
@@ -49,10 +51,7 @@ namespace {
 // 50 ms timer. `on_loop`: the store reads its replies on that io_context (options.event_loop).
 void burst_on_redis(bool on_loop) {
   asio::io_context io;
-  idem::redis_store_options options =
-      idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("burst"));
-  if (on_loop) options.event_loop = std::make_shared<idem::asio::event_loop>(io);
-  auto store = std::make_unique<idem::redis_store>(options);
+  auto store = store_for("burst", on_loop ? &io : nullptr);
   idem::engine engine{*store, idem::test::quiet_config()};
   // First every node's threads (the subscriber's, started on a node's first wait) and connections
   // (opened on the shared blocking pool): a fixed set, whatever the number of calls. On a cluster,
@@ -89,22 +88,14 @@ TEST_CASE("a Redis store on the caller's event loop, destroyed with a duplicate 
   asio::io_context io;
   auto work = asio::make_work_guard(io);
   std::thread runner([&] { io.run(); });
-  idem::redis_store_options options =
-      idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("loop-gone"));
-  options.event_loop = std::make_shared<idem::asio::event_loop>(io);
-  idem::test::check_destroyed_with_a_waiter(std::make_unique<idem::redis_store>(options), "Destroyed.loop");
+  idem::test::check_destroyed_with_a_waiter(store_for("loop-gone", &io), "Destroyed.loop");
   work.reset();
   runner.join();
 }
 
 TEST_CASE("a Redis store may be let go of in the completion of its last call, on either event loop") {
   idem::test::check_let_go(
-      [](asio::io_context* io) {
-        idem::redis_store_options options = idem::redis_test::test_options(idem::redis_test::fixture_address(),
-                                                                           idem::redis_test::unique_prefix("let-go"));
-        if (io != nullptr) options.event_loop = std::make_shared<idem::asio::event_loop>(*io);
-        return std::make_unique<idem::redis_store>(options);
-      },
+      [](asio::io_context* io) { return store_for("let-go", io); },
       "LetGo.redis", "k");
 }
 
@@ -162,14 +153,11 @@ std::vector<int> released_at_each_answer(asio::io_context& io, idem::redis_store
 // of the batch, which would free dozens of calls at once just after their successors were made.
 TEST_CASE("on Redis, each asynchronous call is let go of as soon as its handler returns, not with its batch") {
   asio::io_context io;
-  idem::redis_store_options options =
-      idem::redis_test::test_options(idem::redis_test::fixture_address(), idem::redis_test::unique_prefix("let-go-each"));
-  options.event_loop = std::make_shared<idem::asio::event_loop>(io);
-  idem::redis_store store(options);
-  idem::engine engine{store, idem::test::quiet_config()};
+  auto store = store_for("let-go-each", &io);
+  idem::engine engine{*store, idem::test::quiet_config()};
   constexpr int calls = 32;
-  released_at_each_answer(io, store, engine, "Each.warm", calls);  // connections and the slot map first
-  const std::vector<int> seen = released_at_each_answer(io, store, engine, "Each.call", calls);
+  released_at_each_answer(io, *store, engine, "Each.warm", calls);  // connections and the slot map first
+  const std::vector<int> seen = released_at_each_answer(io, *store, engine, "Each.call", calls);
   REQUIRE(seen.size() == static_cast<std::size_t>(calls));
   // Every reply is answered on this thread, in io.run_one_for: the k-th answer (from 0) finds the
   // k handlers answered before it let go of.
