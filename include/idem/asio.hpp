@@ -131,8 +131,12 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
 
   // `tx` may be null: outside a transaction.
   void start(engine& eng, context ctx, transaction* tx) {
+    // A handler without a connected slot can never ask for cancellation: the engine is then given
+    // none, which spares the store installing and clearing a handler (a lock, an allocation).
     auto slot = boost::asio::get_associated_cancellation_slot(handler_);
+    cancellation* cancel = nullptr;
     if (slot.is_connected()) {
+      cancel = &cancel_.emplace();
       std::weak_ptr<operation> weak = this->shared_from_this();
       slot.assign([weak](boost::asio::cancellation_type type) {
         if (auto self = weak.lock()) self->cancel(type);
@@ -148,9 +152,9 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
       self->finish(std::move(error), std::move(raw));
     };
     if (tx != nullptr) {
-      eng.async_run(std::move(ctx), *tx, std::move(act), std::move(encode), &cancel_, std::move(done));
+      eng.async_run(std::move(ctx), *tx, std::move(act), std::move(encode), cancel, std::move(done));
     } else {
-      eng.async_run(std::move(ctx), std::move(act), std::move(encode), &cancel_, std::move(done));
+      eng.async_run(std::move(ctx), std::move(act), std::move(encode), cancel, std::move(done));
     }
     initiating_.store(false);
   }
@@ -161,7 +165,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
   void cancel(boost::asio::cancellation_type type) {
     const stage now = stage_.load();
     if (now == stage::claiming) {
-      cancel_.request();
+      cancel_->request();
     } else if (now == stage::acting) {
       child_.emit(type);
     }
@@ -169,7 +173,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
 
   void run_action(async_done finished) {
     stage_.store(stage::acting);
-    if (cancel_.requested()) child_.emit(boost::asio::cancellation_type::terminal);
+    if (cancel_ && cancel_->requested()) child_.emit(boost::asio::cancellation_type::terminal);
     // The action is not the completion handler: it may run at once when this thread runs the
     // executor (dispatch), and is queued otherwise.
     boost::asio::dispatch(executor_, [self = this->shared_from_this(), finished = std::move(finished)]() mutable {
@@ -262,7 +266,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
   Action action_;
   Codec codec_;
   std::optional<stored> value_;
-  cancellation cancel_;                   // the engine's wait for a holder
+  std::optional<cancellation> cancel_;    // the engine's wait for a holder, when the slot is connected
   boost::asio::cancellation_signal child_;  // passed on to an awaitable action
   std::atomic<stage> stage_{stage::claiming};
   std::atomic<bool> initiating_{true};  // start() has not returned yet

@@ -27,20 +27,19 @@ using steady = std::chrono::steady_clock;
 struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acquire> {
   async_acquire(impl& store, const context& c, std::string key, cancellation* cancel_request,
                 async_handler<acquire_result> handler)
-      : d(store), ctx(c), request(store, ctx, std::move(key)), cancel(cancel_request), done(std::move(handler)),
-        deadline(saturating_add(steady::now(), ctx.wait)) {}
+      : d(store), ctx(c), request(store, ctx, std::move(key)), cancel(cancel_request), done(std::move(handler)) {}
 
   impl& d;
   const context ctx;  // a copy: the caller's may be gone before the answer
   const acquire_request request;
   cancellation* const cancel;
   async_handler<acquire_result> done;
-  const steady::time_point deadline;
 
   std::mutex mutex;
   bool finished = false;
   std::optional<script_call> call;  // the look in flight, or the last one
   steady::time_point sent_at;
+  steady::time_point deadline;  // the first look's sending plus ctx.wait: one clock read for both
   std::optional<record_wait> wait;
   event_loop::id timer = 0;
   std::uint64_t generation = 0;
@@ -57,6 +56,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
       std::lock_guard lock(mutex);
       call.emplace(d, target{"try_acquire", &ctx.id}, rd::scripts().acquire, request.keys, request.args, false);
       sent_at = steady::now();
+      deadline = saturating_add(sent_at, ctx.wait);
     }
     look();
   }
@@ -246,7 +246,9 @@ void redis_store::async_try_acquire(const context& ctx, cancellation* cancel, as
   if (d.options.replica_ack.replicas > 0) return store::async_try_acquire(ctx, cancel, std::move(done));
   std::string key = d.key_of(ctx.id);
   std::optional<acquire_result> hit;
-  if (std::exception_ptr failed = detail::caught([&] { hit = d.cached(ctx, key, steady::now()); })) {
+  if (std::exception_ptr failed = detail::caught([&] {
+        if (d.cache) hit = d.cached(ctx, key, steady::now());  // without a cache, no clock read
+      })) {
     done(std::move(failed), acquire_result{in_flight{}});
     return;
   }
@@ -278,7 +280,7 @@ void redis_store::async_complete(const identity& id, const lease_token& token, c
                                              value, ttl);
   op->call.emplace(d, impl::target{"complete", &op->request.id}, rd::scripts().complete, op->request.request.keys,
                    op->request.request.args, true);
-  op->sent_at = steady::now();
+  if (d.cache) op->sent_at = steady::now();  // read only to date what the local cache keeps
   op->kept_until_answered = op;
   d.run_async(*op->call, [&d, sent = op.get()](std::exception_ptr error, impl::outcome out) {
     const auto self = std::move(sent->kept_until_answered);
