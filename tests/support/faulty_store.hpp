@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <mutex>
+#include <utility>
 
 #include <idem/memory_store.hpp>
 #include <idem/transaction.hpp>
@@ -24,8 +25,16 @@ class faulty_store final : public store {
   std::function<bool(const identity&)> before_extend;
   std::function<void(const identity&)> before_complete;
   std::function<void(const identity&)> before_release;
+  // Set: asynchronous claims go to the inner store's own asynchronous path, this hook seeing each
+  // one first with the cancellation it was handed (null: none). Unset: store's default path.
+  std::function<void(const context&, const cancellation*)> before_async_acquire;
 
   acquire_result try_acquire(const context& ctx) override { return inner_.try_acquire(ctx); }
+  void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) override {
+    if (!before_async_acquire) return store::async_try_acquire(ctx, cancel, std::move(done));
+    before_async_acquire(ctx, cancel);
+    inner_.async_try_acquire(ctx, cancel, std::move(done));
+  }
   void complete(const identity& id, const lease_token& token, const payload& value,
                 std::chrono::milliseconds ttl) override {
     if (before_complete) before_complete(id);
