@@ -300,7 +300,7 @@ TEST_CASE("cancelled while waiting for a holder: operation_aborted, nothing stor
   CHECK(store.waiting() == 0);
 }
 
-TEST_CASE("a call that nothing can cancel hands its store no cancellation; one that can be cancelled does") {
+TEST_CASE("a call that nothing can cancel hands its store no cancellation, and one that can be cancelled does") {
   idem::test::faulty_store store;
   std::vector<bool> handed;  // per claim, in order: whether the store was handed a cancellation
   store.before_async_acquire = [&](const idem::context&, const idem::cancellation* c) { handed.push_back(c != nullptr); };
