@@ -303,13 +303,18 @@ TEST_CASE("cancelled while waiting for a holder: operation_aborted, nothing stor
 TEST_CASE("a call that nothing can cancel hands its store no cancellation, and one that can be cancelled does") {
   idem::test::faulty_store store;
   std::vector<bool> handed;  // per claim, in order: whether the store was handed a cancellation
-  store.before_async_acquire = [&](const idem::context&, const idem::cancellation* c) { handed.push_back(c != nullptr); };
+  store.before_async_acquire = [&](const idem::context&, const idem::cancellation* c) {
+    handed.push_back(c != nullptr);
+  };
   idem::engine engine{store, quiet_config()};
   asio::io_context io;
   const auto ctx = [&](const char* key) { return engine.make_context("Cancel.handed", key, {.wait = 30s}); };
   // Spawned detached, the coroutine's slot is connected to nothing: no request can ever come.
   asio::co_spawn(
-      io, [&]() -> asio::awaitable<void> { co_await idem::async_execute(engine, ctx("a"), [] {}, asio::use_awaitable); },
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await idem::async_execute(engine, ctx("a"), [] {}, asio::use_awaitable);
+      },
       asio::detached);
   // Raced against a timer, the awaitable operators connect a slot: the loser is cancelled.
   asio::co_spawn(
@@ -317,7 +322,8 @@ TEST_CASE("a call that nothing can cancel hands its store no cancellation, and o
       [&]() -> asio::awaitable<void> {
         using namespace asio::experimental::awaitable_operators;
         asio::steady_timer timer(io, 30s);
-        co_await (idem::async_execute(engine, ctx("b"), [] {}, asio::use_awaitable) || timer.async_wait(asio::use_awaitable));
+        co_await (idem::async_execute(engine, ctx("b"), [] {}, asio::use_awaitable) ||
+                  timer.async_wait(asio::use_awaitable));
       },
       asio::detached);
   io.run();
