@@ -18,10 +18,9 @@ build=$(cd "${1:-$root/build}" && pwd)
 rounds=${ROUNDS:-3}
 calls=${CALLS:-4000}
 in_flight=${IN_FLIGHT:-1,8,64,256}
-bench="$build/bench/redis/idem_bench_async_redis"
-[[ -x "$bench" ]] || { echo "async_run.sh: $bench not found; cmake --build $build --target idem_bench_async_redis" >&2; exit 1; }
 
 source "$root/bench/redis/bench_server.sh"
+bench_binary "$build" idem_bench_async_redis
 bench_server_start "${PIN:-1}"
 here="$root/bench/peers"
 if [[ "${PEERS:-1}" == 1 && ( ! -d "$here/node_modules/@aws-lambda-powertools/idempotency" || ! -d "$here/node_modules/@node-idempotency/core" ) ]]; then

@@ -22,11 +22,9 @@ calls=${3:-1000}
 repeats=${REPEATS:-5}
 threads=${THREADS:-8}
 warmup=${WARMUP:-200}
-bench="$build/bench/redis/idem_bench_redis_cluster"
-if [[ ! -x "$bench" ]]; then
-  echo "cluster_run.sh: $bench not found; build it first: cmake --build $build --target idem_bench_redis_cluster" >&2
-  exit 1
-fi
+# shellcheck source=bench_server.sh
+source "$root/bench/redis/bench_server.sh"  # for bench_binary only: this script starts its own servers
+bench_binary "$build" idem_bench_redis_cluster
 
 state=$(mktemp -d /tmp/idem-bench-cluster.XXXXXXXX)
 cleanup() {

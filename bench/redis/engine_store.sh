@@ -17,13 +17,9 @@ build=$(cd "${1:-$root/build}" && pwd)
 rounds=${ROUNDS:-11}
 calls=${CALLS:-3000}
 threads=${THREADS:-8}
-bench="$build/bench/redis/idem_bench_redis"
-if [[ ! -x "$bench" ]]; then
-  echo "engine_store.sh: $bench not found; build it first: cmake --build $build --target idem_bench_redis" >&2
-  exit 1
-fi
 
 source "$root/bench/redis/bench_server.sh"
+bench_binary "$build" idem_bench_redis
 bench_server_start "${PIN:-1}"
 
 echo "# $(uname -m), $(nproc) cores; $rounds rounds x $calls calls per phase; threads 1 and $threads; PIN=${PIN:-1}"

@@ -22,13 +22,9 @@ rounds=${ROUNDS:-5}
 calls=${CALLS:-2000}
 threads=${THREADS:-8}
 wake=${WAKE:-300}
-bench="$build/bench/redis/idem_bench_redis"
-if [[ ! -x "$bench" ]]; then
-  echo "run.sh: $bench not found; build it first: cmake --build $build --target idem_bench_redis" >&2
-  exit 1
-fi
 
 source "$root/bench/redis/bench_server.sh"
+bench_binary "$build" idem_bench_redis
 bench_server_start "${PIN:-0}"
 
 echo "# $(uname -m), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); $(redis-server --version | cut -d' ' -f1-3)"
