@@ -313,7 +313,8 @@ TEST_CASE("a call that nothing can cancel hands its store no cancellation, and o
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        co_await idem::async_execute(engine, ctx("a"), [] {}, asio::use_awaitable);
+        const auto o = co_await idem::async_execute(engine, ctx("a"), [] {}, asio::use_awaitable);
+        CHECK(o.ran());
       },
       asio::detached);
   // Raced against a timer, the awaitable operators connect a slot: the loser is cancelled.
