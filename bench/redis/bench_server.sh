@@ -1,11 +1,7 @@
 # bench/redis/bench_server.sh — sourced by the Redis benchmark scripts: one redis-server of their own.
 #
 #   source "$root/bench/redis/bench_server.sh"; bench_binary <build> <target>; bench_server_start <PIN mode>
-#
-# Starts a redis-server (127.0.0.1, a free port, nothing persisted) in a temporary directory that an
-# EXIT trap stops and removes, and sets `address` (host:port), `results` (an empty file in that
-# directory) and `run` (the command prefix for the clients). PIN mode 1: redis-server and the clients
-# on CPU 0; split: redis-server on CPU 1, the clients on CPU 0; anything else: unpinned.
+
 # Sets `bench` to the benchmark `target` built in `build`, or fails saying how to build it.
 bench_binary() {
   local build=$1 target=$2
@@ -16,6 +12,10 @@ bench_binary() {
   fi
 }
 
+# Starts a redis-server (127.0.0.1, a free port, nothing persisted) in a temporary directory that an
+# EXIT trap stops and removes, and sets `address` (host:port), `results` (an empty file in that
+# directory) and `run` (the command prefix for the clients). PIN mode 1: redis-server and the clients
+# on CPU 0; split: redis-server on CPU 1, the clients on CPU 0; anything else: unpinned.
 bench_server_start() {
   state=$(mktemp -d /tmp/idem-bench-redis.XXXXXXXX)
   trap bench_server_stop EXIT
