@@ -52,6 +52,10 @@ T from_json_value(const nlohmann::json& j) {
 // a byte-order mark, an integer beyond 64 bits.
 [[nodiscard]] nlohmann::json parse_stored_json(std::string_view text);
 
+// value.dump(): the same text, the same exceptions (a string that is not UTF-8 throws
+// nlohmann::json::type_error), written by a serializer each thread keeps instead of one built per call.
+[[nodiscard]] std::string dump_json(const nlohmann::json& value);
+
 // Empties the arrays and objects in `value`, innermost first. nlohmann's destructor allocates a
 // stack for every non-empty array or object it destroys (so that no nesting overflows the call
 // stack); here each encode and decode saves that allocation. Recursive down to
@@ -99,7 +103,7 @@ struct json_codec {
     p.type = std::string(type);
     nlohmann::json tree = detail::to_json_value(value);
     const detail::dismantled_at_exit cleanup(tree);
-    p.body = tree.dump();
+    p.body = detail::dump_json(tree);
     return p;
   }
 

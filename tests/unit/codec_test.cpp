@@ -174,6 +174,42 @@ TEST_CASE("codec: json_codec reads a large result, and a small one after it on t
   CHECK((idem::decode_with<std::map<std::string, std::vector<int>>>(codec, codec.encode(small)) == small));
 }
 
+TEST_CASE("codec: json_codec writes the text nlohmann::json::dump writes", "[codec]") {
+  const std::vector<nlohmann::json> values = {
+      nullptr, true, false, 0, -1, std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::uint64_t>::max(),
+      0.1, 1.0, -0.0, 1e300, 5e-324, "", "quote \" backslash \\ tab \t newline \n nul " + std::string(1, '\0'),
+      "\xc3\xa9t\xc3\xa9 \xf0\x9f\x98\x80 \x7f \x1f", nlohmann::json::object(), nlohmann::json::array(),
+      nlohmann::json::parse(R"({"b":[1,{"c":null}],"a":{"x":[[],{}]},"":-2.5})")};
+  const idem::json_codec codec;
+  for (const nlohmann::json& value : values) {
+    CAPTURE(value.dump());
+    CHECK(idem::detail::dump_json(value) == value.dump());
+    CHECK(codec.encode(value).body == value.dump());
+  }
+}
+
+TEST_CASE("codec: a value json_codec cannot write throws as dump does, and the next one is written whole", "[codec]") {
+  const idem::json_codec codec;
+  const std::string not_utf8 = std::string(1000, 'a') + "\xff";  // part of it written before the throw
+  CHECK_THROWS_AS(codec.encode(not_utf8), nlohmann::json::type_error);
+  const receipt r{"after the failure", 9};
+  CHECK(codec.encode(r).body == nlohmann::json(r).dump());
+}
+
+TEST_CASE("codec: json_codec writes a large text, and small ones around it on the same thread", "[codec]") {
+  // A large text leaves the thread with its buffer: the next one is written from an empty buffer.
+  const std::vector<std::string> many(20000, "line of a large result");
+  const receipt small{"small", 1};
+  const idem::json_codec codec;
+  for (int round = 0; round < 2; ++round) {
+    CHECK(codec.encode(small).body == nlohmann::json(small).dump());
+    const idem::payload large = codec.encode(many);
+    REQUIRE(large.body.size() > 256 * 1024);
+    CHECK(large.body == nlohmann::json(many).dump());
+  }
+  CHECK(codec.encode(small).body == nlohmann::json(small).dump());
+}
+
 TEST_CASE("codec: a single-type codec decodes through decode_with", "[codec]") {
   const receipt_codec codec;
   CHECK(idem::decode_with<receipt>(codec, codec.encode({"x", 7})) == receipt{"x", 7});

@@ -1,14 +1,19 @@
-// runtime/core/json_parse.cpp — json_codec's reading side: simdjson parses the stored text, and the
-// document becomes the nlohmann::json value a type's from_json expects.
+// runtime/core/json_text.cpp — json_codec's text: simdjson parses the stored text into the
+// nlohmann::json value a type's from_json expects, and nlohmann's serializer, kept per thread,
+// writes a value's text.
 //
 // Why not nlohmann::json::parse: its lexer spends ~100 instructions per character (it keeps every
 // token's text for error messages), so decoding a replay's 52-byte receipt cost ~9,000
 // instructions; simdjson's parse and the conversion together cost ~4,400 (docs/benchmarks.md,
 // "`json_codec` reads with simdjson"; bench/codec/json_codec_bench.cpp).
+// Why not nlohmann::json::dump: each call builds a serializer (a 512-byte indent string, a shared
+// output adapter, a locale query) and grows its result by doubling; the kept one writes into a
+// buffer that stays allocated, and the result is one exact copy of it.
 #include <simdjson.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <string>
 #include <string_view>
@@ -22,7 +27,7 @@ namespace idem::detail {
 
 namespace {
 
-// Documents up to this size reuse their thread's parser and buffer; a larger one gets its own, so a
+// Documents up to this size reuse their thread's parser and buffers; a larger one gets its own, so a
 // single large result does not keep its size allocated for the rest of the thread's life (a parser
 // holds about 14 bytes per byte of its largest document: ~230 KB per thread at most here).
 constexpr std::size_t reused_capacity = 16 * 1024;
@@ -124,6 +129,21 @@ nlohmann::json parse_stored_json(std::string_view text) {
   thread_local simdjson::dom::parser parser = limited_parser(reused_capacity);
   thread_local std::string padded;
   return parse_padded(parser, padded, text);
+}
+
+std::string dump_json(const nlohmann::json& value) {
+  struct kept_serializer {
+    std::string text;
+    nlohmann::detail::serializer<nlohmann::json> writer{
+        std::make_shared<nlohmann::detail::output_string_adapter<char, std::string>>(text), ' '};
+  };
+  thread_local kept_serializer kept;
+  kept.text.clear();  // a dump that threw left part of its text
+  kept.writer.dump(value, false, false, 0);
+  // A large text is handed over whole: the thread keeps no large buffer (the writer still refers to
+  // `text`, now empty, and grows it again from nothing).
+  if (kept.text.size() > reused_capacity) return std::move(kept.text);
+  return std::string(kept.text);
 }
 
 }  // namespace idem::detail
