@@ -140,9 +140,9 @@ std::string dump_json(const nlohmann::json& value) {
   thread_local kept_serializer kept;
   kept.text.clear();  // a dump that threw left part of its text
   kept.writer.dump(value, false, false, 0);
-  // A large text is handed over whole: the thread keeps no large buffer (the writer still refers to
-  // `text`, now empty, and grows it again from nothing).
-  if (kept.text.size() > reused_capacity) return std::move(kept.text);
+  // A buffer grown past reused_capacity is handed over with its text: the thread keeps no large
+  // buffer (the writer still refers to `text`, now empty, and grows it again from nothing).
+  if (kept.text.capacity() > reused_capacity) return std::move(kept.text);
   return std::string(kept.text);
 }
 
