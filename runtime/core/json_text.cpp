@@ -98,10 +98,6 @@ nlohmann::json parse_padded(simdjson::dom::parser& parser, std::string& padded, 
   return to_nlohmann(root);
 }
 
-}  // namespace
-
-namespace {
-
 // dismantle() down to `levels` more levels; what lies deeper is left to nlohmann's destructor.
 void dismantle_levels(nlohmann::json& value, std::size_t levels) noexcept {
   if (levels == 0) return;

@@ -61,10 +61,6 @@ std::optional<lease_lost_reason> lease_lost_on(const Records& records, typename 
   throw lease_lost_error(message, std::string(operation), record);
 }
 
-}  // namespace
-
-namespace {
-
 std::size_t shard_count_for(std::size_t requested) noexcept {
   constexpr std::size_t max_shards = std::size_t{1} << 16;
   return std::bit_ceil(std::clamp<std::size_t>(requested, 1, max_shards));
