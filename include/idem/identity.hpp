@@ -33,6 +33,10 @@ std::array<unsigned char, 32> sha256(std::string_view bytes);
 // Lowercase hex of `bytes`.
 std::string to_hex(const unsigned char* bytes, std::size_t size);
 
+// Writes the lowercase hex of `bytes` at `out`, which has room for 2 * size characters: the digits
+// of to_hex and append_hex, for a caller that keeps them in place.
+void write_hex(char* out, const unsigned char* bytes, std::size_t size) noexcept;
+
 // Appends the lowercase hex of `bytes` to `out`: to_hex without a string of its own, for keys
 // composed around a digest.
 void append_hex(std::string& out, const unsigned char* bytes, std::size_t size);

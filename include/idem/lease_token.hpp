@@ -30,7 +30,9 @@ class lease_token {
   static std::optional<lease_token> parse(std::string_view hex) noexcept;
 
   // 32 lowercase hex characters.
-  std::string to_string() const;
+  [[nodiscard]] std::string to_string() const;
+  // The characters of to_string() in place, without allocating: for a request that sends them.
+  [[nodiscard]] std::array<char, 32> hex() const noexcept;
 
   // The 16 bytes of the token, big-endian (high word first): how binary columns store it.
   std::array<unsigned char, 16> to_bytes() const noexcept;

@@ -63,7 +63,7 @@ std::array<unsigned char, 32> sha256(std::string_view bytes) {
   return digest;
 }
 
-void append_hex(std::string& out, const unsigned char* bytes, std::size_t size) {
+void write_hex(char* out, const unsigned char* bytes, std::size_t size) noexcept {
   // Two digits per table entry: one load and one two-byte store per byte (a key's digest is
   // turned into hex on every call of the Redis and PostgreSQL stores).
   static constexpr auto pairs = [] {
@@ -75,10 +75,13 @@ void append_hex(std::string& out, const unsigned char* bytes, std::size_t size) 
     }
     return table;
   }();
+  for (std::size_t i = 0; i < size; ++i) std::memcpy(out + 2 * i, &pairs[2 * std::size_t{bytes[i]}], 2);
+}
+
+void append_hex(std::string& out, const unsigned char* bytes, std::size_t size) {
   const std::size_t start = out.size();
   out.resize(start + size * 2);
-  char* to = out.data() + start;
-  for (std::size_t i = 0; i < size; ++i) std::memcpy(to + 2 * i, &pairs[2 * std::size_t{bytes[i]}], 2);
+  write_hex(out.data() + start, bytes, size);
 }
 
 std::string to_hex(const unsigned char* bytes, std::size_t size) {

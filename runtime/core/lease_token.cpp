@@ -78,9 +78,16 @@ std::optional<lease_token> lease_token::from_bytes(std::string_view bytes) noexc
   return lease_token(high, low);
 }
 
-std::string lease_token::to_string() const {
+std::array<char, 32> lease_token::hex() const noexcept {
   const std::array<unsigned char, 16> bytes = to_bytes();
-  return to_hex(bytes.data(), bytes.size());
+  std::array<char, 32> digits;
+  write_hex(digits.data(), bytes.data(), bytes.size());
+  return digits;
+}
+
+std::string lease_token::to_string() const {
+  const std::array<char, 32> digits = hex();
+  return std::string(digits.data(), digits.size());
 }
 
 }  // namespace idem

@@ -127,7 +127,8 @@ bool redis_store::extend(const identity& id, const lease_token& token, milliseco
   impl& d = *impl_;
   const impl::target t{"extend", &id};
   const std::string key = d.key_of(id);
-  const std::string token_text = token.to_string();
+  const std::array<char, 32> token_hex = token.hex();
+  const std::string_view token_text(token_hex.data(), token_hex.size());
   const std::string lease_ms = impl::decimal_of(capped(lease));
   const std::array<std::string_view, 1> keys{key};
   const std::array<std::string_view, 3> args{token_text, lease_ms, d.grace};

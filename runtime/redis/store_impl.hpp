@@ -193,7 +193,9 @@ struct redis_store::impl {
     acquire_request& operator=(const acquire_request&) = delete;
     const std::string key;
     const lease_token token;
-    const std::string token_text, lease_ms, ttl_ms, claim_px;
+    const std::array<char, 32> token_hex;
+    const std::string_view token_text;  // token_hex
+    const std::string lease_ms, ttl_ms, claim_px;
     const std::string_view fingerprint;
     const std::array<std::string_view, 1> keys;
     const std::array<std::string_view, 6> args;
@@ -203,7 +205,10 @@ struct redis_store::impl {
                      milliseconds ttl);
     complete_request(const complete_request&) = delete;
     complete_request& operator=(const complete_request&) = delete;
-    const std::string key, chan, token_text, ttl_ms, encoded, complete_px;
+    const std::string key, chan;
+    const std::array<char, 32> token_hex;
+    const std::string_view token_text;  // token_hex
+    const std::string ttl_ms, encoded, complete_px;
     const std::array<std::string_view, 1> keys;
     const std::array<std::string_view, 6> args;
   };

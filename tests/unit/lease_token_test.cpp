@@ -2,7 +2,9 @@
 
 #include <idem/lease_token.hpp>
 
+#include <array>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -20,6 +22,18 @@ TEST_CASE("lease token: fresh tokens differ and round-trip through hex", "[lease
   CHECK_FALSE(idem::lease_token::parse("xyz").has_value());
   CHECK_FALSE(idem::lease_token::parse(std::string(32, 'G')).has_value());
   CHECK(idem::lease_token(1, 2).to_string() == "00000000000000010000000000000002");
+}
+
+TEST_CASE("lease token: hex() holds the characters of to_string() in place", "[lease_token]") {
+  const idem::lease_token edges(0xfedcba9876543210ULL, 0x0123456789abcdefULL);
+  const std::array<char, 32> digits = edges.hex();
+  CHECK(std::string_view(digits.data(), digits.size()) == "fedcba98765432100123456789abcdef");
+  for (int i = 0; i < 100; ++i) {
+    const auto token = idem::lease_token::generate();
+    const std::array<char, 32> hex = token.hex();
+    CHECK(std::string_view(hex.data(), hex.size()) == token.to_string());
+    CHECK(idem::lease_token::parse(std::string_view(hex.data(), hex.size())) == token);
+  }
 }
 
 TEST_CASE("lease token: consecutive tokens of one thread differ in their first hex digits", "[lease_token]") {
