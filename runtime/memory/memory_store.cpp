@@ -32,8 +32,8 @@ enum class lease_lost_reason { absent, complete, other_token };
 
 // Why `token` does not own the lease of the record at `it` (end(): no record), or nothing if it does.
 // Under the shard's lock.
-template <class Records>
-std::optional<lease_lost_reason> lease_lost_on(const Records& records, typename Records::const_iterator it,
+std::optional<lease_lost_reason> lease_lost_on(const detail::memory::record_map& records,
+                                               detail::memory::record_map::const_iterator it,
                                                const lease_token& token) noexcept {
   if (it == records.end()) return lease_lost_reason::absent;
   if (it->second.complete) return lease_lost_reason::complete;
