@@ -80,6 +80,12 @@ class command {
     ++size_;
     return *this;
   }
+  // No arguments, as if new; what the heap holds keeps its capacity.
+  void clear() noexcept {
+    size_ = 0;
+    heap_args_.clear();
+    heap_lengths_.clear();
+  }
   int argc() const noexcept { return static_cast<int>(size_); }
   // Appends the command in the Redis protocol (RESP): `*argc`, then `$length` and the bytes of each
   // argument.

@@ -193,7 +193,7 @@ redis_store::impl::script_call::script_call(const impl& d, target target_of, con
       pacing(d.options.command_timeout) {}
 
 void redis_store::impl::prepare(script_call& c) const {
-  c.commands = {};
+  for (rd::command& cmd : c.commands) cmd.clear();
   c.replies = {};
   std::size_t n = 0;
   if (c.asking) (c.commands[n++] = rd::command(1)).arg("ASKING");
