@@ -74,8 +74,11 @@ DECLARE
   stolen  bigint;
 BEGIN
   FOR attempt IN 1..8 LOOP
-    ts := clock_timestamp();
     SELECT * INTO rec FROM idem_records WHERE scope = p_scope AND key_digest = p_digest;
+    -- The clock is read after the record: a holder that read it later but committed before the
+    -- SELECT would otherwise have a lease ending more than its length after ts (an in_flight
+    -- retry_after_ms longer than the lease itself; seen by the soak test).
+    ts := clock_timestamp();
 
     IF FOUND AND rec.status = 'complete' AND rec.expires_at > ts THEN
       IF rec.fingerprint IS NOT NULL AND p_fingerprint IS NOT NULL
