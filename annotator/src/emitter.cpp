@@ -400,8 +400,8 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
   h.line();
   h.line("#include <idem/invoke.hpp>");
   if (std::any_of(specs.begin(), specs.end(),
-                  [](const function_spec& spec) { return spec.facts.is_async && in_guarded_class(spec.facts); }))
-    h.line("#include <idem/asio.hpp>  // coroutine methods: idem::run_guarded_async");
+                  [](const function_spec& spec) { return spec.facts.is_async && !spec.facts.http_endpoint; }))
+    h.line("#include <idem/asio.hpp>  // coroutines: idem::run_guarded_async, idem::invoke's asynchronous form");
   h.line();
   h.line("#include " + quote(options.include_as));
   h.line();

@@ -213,7 +213,7 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                                    "never a reference; return by value"));
     return result;
   }
-  // Coroutines: boost::asio::awaitable<T> methods get an asynchronous wrapper; anything else that
+  // Coroutines: boost::asio::awaitable<T> functions are guarded asynchronously; anything else that
   // suspends or completes later would be guarded only while it is created, not while it runs.
   if (!facts.unknown_async_type.empty()) {
     out.push_back(error_at(attribute.position,
@@ -221,18 +221,8 @@ validation_result validate(const raw_attribute& attribute, const function_facts&
                                "', which runs or completes after it returns: idem cannot guard it, since guarding "
                                "the call that creates it would not guard the work it does"));
     out.push_back(note_at(attribute.position,
-                          "supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper "
-                          "co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result"));
-    return result;
-  }
-  if (facts.is_async && !facts.http_endpoint && (facts.kind != function_kind::member || facts.class_is_final)) {
-    out.push_back(error_at(attribute.position,
-                           display_name(facts) + " is a coroutine (it returns '" + facts.return_type +
-                               "') and " +
-                               (facts.kind != function_kind::member ? std::string("not a non-static member function")
-                                                                    : "a member of a final class") +
-                               ": idem guards coroutines through idem::guarded<C>'s override, and idem::invoke has no "
-                               "asynchronous form; make it a method of a class that is not final"));
+                          "supported: a function returning boost::asio::awaitable<T> (idem::invoke and idem::guarded<C>'s "
+                          "wrapper co_await idem::async_execute, <idem/asio.hpp>), or a function returning its result"));
     return result;
   }
 

@@ -36,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -342,7 +343,7 @@ auto async_execute(engine& eng, const context& ctx, transaction& tx, Action&& ac
 // idem::run_guarded_async<F>(engine, transactions, ctx, action)
 //
 // What a generated idem::guarded<C> returns for its annotated coroutine F (a method returning
-// boost::asio::awaitable<T>): a coroutine that runs `action` (which returns C's own coroutine) at
+// boost::asio::awaitable<T>), and idem::invoke<F> for any annotated coroutine: a coroutine that runs `action` (which returns C's own coroutine) at
 // most once for `ctx` (idem::guarded_context<F>, computed by the wrapper before anything suspends)
 // and produces its value, or on a duplicate the first value decoded by policy<F>'s codec. An
 // in-flight answer is handled as idem::run_guarded handles it. For F annotated with
@@ -385,5 +386,57 @@ detail::result_of<F> run_guarded_async(engine& eng, transaction_source* transact
     }
   }(eng, transactions, std::move(ctx), std::move(action));
 }
+
+namespace detail {
+
+// An argument for the parameter of type P of a coroutine that idem::invoke keeps until the
+// coroutine completes. A reference parameter keeps a reference to the argument itself: one that
+// would bind to a converted temporary (a `const std::string&` given a string literal) is refused,
+// since that temporary would be gone before the coroutine runs.
+template <class P, class Arg>
+Arg&& kept_argument(Arg&& arg) noexcept {
+  static_assert(!std::is_reference_v<P> ||
+                    std::is_convertible_v<std::remove_reference_t<Arg>*, std::remove_reference_t<P>*>,
+                "idem::invoke<F> on a coroutine: give a reference parameter an object of its own type; a converted "
+                "temporary would be destroyed before the coroutine runs");
+  return std::forward<Arg>(arg);
+}
+
+// idem::invoke<F> for F returning boost::asio::awaitable<T> (declared in <idem/invoke.hpp>): keeps
+// the arguments as F's own coroutine would (by-value parameters owned, references referred to; the
+// object of a member function referred to when it is an lvalue, owned otherwise, a pointer for
+// instance), computes the context from them now, and returns run_guarded_async's coroutine.
+template <auto F>
+struct coroutine_invoke {
+  template <class... Args>
+  static result_of<F> call(engine& eng, transaction_source* transactions, Args&&... args) {
+    if constexpr (std::is_member_function_pointer_v<decltype(F)>) {
+      return [&]<class Object, class... Rest>(Object&& object, Rest&&... rest) {
+        using kept_object = std::conditional_t<std::is_lvalue_reference_v<Object>, Object, std::remove_cvref_t<Object>>;
+        return start(eng, transactions, std::tuple<kept_object>(std::forward<Object>(object)),
+                     std::forward<Rest>(rest)...);
+      }(std::forward<Args>(args)...);
+    } else {
+      return start(eng, transactions, std::tuple<>(), std::forward<Args>(args)...);
+    }
+  }
+
+ private:
+  template <class Object, class... Args>
+  static result_of<F> start(engine& eng, transaction_source* transactions, Object object, Args&&... args) {
+    using parameters = parameters_of<F>;
+    static_assert(std::tuple_size_v<parameters> == sizeof...(Args),
+                  "idem::invoke<F> on a coroutine: pass every argument of F (default arguments are not known here)");
+    auto kept = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return parameters(kept_argument<std::tuple_element_t<I, parameters>>(std::forward<Args>(args))...);
+    }(std::index_sequence_for<Args...>{});
+    context ctx = std::apply([&](auto&... param) { return guarded_context<F>(eng, param...); }, kept);
+    auto call = std::tuple_cat(std::move(object), std::move(kept));
+    return run_guarded_async<F>(eng, transactions, std::move(ctx),
+                                [call = std::move(call)]() mutable -> result_of<F> { return std::apply(F, std::move(call)); });
+  }
+};
+
+}  // namespace detail
 
 }  // namespace idem

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -28,6 +29,13 @@
 #include <idem/errors.hpp>
 #include <idem/outcome.hpp>
 #include <idem/transaction.hpp>
+
+// Declared, not included: idem::invoke recognises a coroutine by its type, and only the generated
+// header of a coroutine's policy (or the user) includes <idem/asio.hpp>, which guards its calls.
+namespace boost::asio {
+template <typename T, typename Executor>
+class awaitable;
+}  // namespace boost::asio
 
 namespace idem {
 
@@ -87,6 +95,7 @@ struct function_traits;
 template <class R, class... A>
 struct function_traits<R (*)(A...)> {
   using result = R;
+  using parameters = std::tuple<A...>;
 };
 template <class R, class... A>
 struct function_traits<R (*)(A...) noexcept> : function_traits<R (*)(A...)> {};
@@ -94,11 +103,11 @@ struct function_traits<R (*)(A...) noexcept> : function_traits<R (*)(A...)> {};
   template <class R, class C, class... A>                                        \
   struct function_traits<R (C::*)(A...) QUALIFIERS> {                            \
     using result = R;                                                            \
+    using parameters = std::tuple<A...>;                                         \
   };                                                                             \
   template <class R, class C, class... A>                                        \
-  struct function_traits<R (C::*)(A...) QUALIFIERS noexcept> {                   \
-    using result = R;                                                            \
-  };
+  struct function_traits<R (C::*)(A...) QUALIFIERS noexcept>                     \
+      : function_traits<R (C::*)(A...) QUALIFIERS> {};
 IDEM_DETAIL_MEMBER_TRAITS()
 IDEM_DETAIL_MEMBER_TRAITS(const)
 IDEM_DETAIL_MEMBER_TRAITS(&)
@@ -110,6 +119,22 @@ IDEM_DETAIL_MEMBER_TRAITS(const&&)
 // The result type of the function F points to.
 template <auto F>
 using result_of = typename function_traits<decltype(F)>::result;
+
+// The parameter types of the function F points to, as a std::tuple (without the object of a member).
+template <auto F>
+using parameters_of = typename function_traits<decltype(F)>::parameters;
+
+// Whether R is a coroutine idem guards asynchronously: boost::asio::awaitable<T, Executor>.
+template <class R>
+inline constexpr bool is_asio_coroutine = false;
+template <class T, class Executor>
+inline constexpr bool is_asio_coroutine<boost::asio::awaitable<T, Executor>> = true;
+
+// How idem::invoke calls an annotated coroutine: defined in <idem/asio.hpp>, which the generated
+// header of a coroutine's policy includes. Without it the type is incomplete and the call does not
+// compile, rather than guard only the creation of the coroutine.
+template <auto F>
+struct coroutine_invoke;
 
 // Policy's scope, checked and kept on first use: its calls then allocate nothing for it.
 template <class Policy>
@@ -194,7 +219,9 @@ struct first_is_transaction_source<First, Rest...>
 template <auto F, class... Args>
 decltype(auto) invoke_with(engine& eng, transaction_source* transactions, Args&&... args) {
   using result = result_of<F>;
-  if constexpr (std::is_member_function_pointer_v<decltype(F)>) {
+  if constexpr (is_asio_coroutine<result>) {
+    return coroutine_invoke<F>::call(eng, transactions, std::forward<Args>(args)...);
+  } else if constexpr (std::is_member_function_pointer_v<decltype(F)>) {
     return [&eng, transactions]<class Object, class... Rest>(Object&& object, Rest&&... rest) -> result {
       auto action = [&]() -> result { return std::invoke(F, std::forward<Object>(object), std::forward<Rest>(rest)...); };
       return run_demanded<policy<F>, result>(eng, transactions, action, rest...);
@@ -265,6 +292,15 @@ context guarded_context(engine& eng, Args&... args) {
 // idem::transaction_source first, which begins its transaction when the caller has none active.
 // Throws what the engine throws (configuration_error, in_flight_error, store errors) and whatever
 // F throws, after releasing the record so the call can be retried.
+//
+// F a coroutine (returning boost::asio::awaitable<T>; needs <idem/asio.hpp>, which its generated
+// header includes): returns a coroutine of the same type that guards F's run, not only its
+// creation: `co_await idem::invoke<&f>(engine, args...)` runs f at most once per key. The key is
+// computed now, before anything suspends (an invalid context throws here, as it does for a
+// blocking call); the arguments are kept as F's own coroutine keeps them — the ones F takes by
+// value are copied or moved into the returned coroutine, the references referred to, so they must
+// live until it completes; so must the object of a member function. See idem::run_guarded_async
+// for in-flight answers and transactions.
 template <auto F, class... Args>
 decltype(auto) invoke(engine& eng, Args&&... args) {
   if constexpr (detail::transaction_demand_of<policy<F>>() == transaction_demand::caller) {

@@ -1,6 +1,6 @@
-// Coroutines: a method returning boost::asio::awaitable<T> is guarded by idem::guarded<C>'s
-// asynchronous override; anything else that runs or completes after it returns is refused, since
-// guarding the call that creates it would not guard its work.
+// Coroutines: a function returning boost::asio::awaitable<T> is guarded asynchronously, by
+// idem::guarded<C>'s override and by idem::invoke; anything else that runs or completes after it
+// returns is refused, since guarding the call that creates it would not guard its work.
 #pragma once
 
 #include <future>
@@ -37,10 +37,10 @@ struct Fine {
 
 struct Refused {
   // expected-error@+2:11 {{'Refused::a' returns 'std::future<int>', which runs or completes after it returns: idem cannot guard it, since guarding the call that creates it would not guard the work it does}}
-  // expected-note@+1:11 {{supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
+  // expected-note@+1:11 {{supported: a function returning boost::asio::awaitable<T> (idem::invoke and idem::guarded<C>'s wrapper co_await idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
   [[idem::idempotent(key = "event.id")]] std::future<int> a(const Event& event);
   // expected-error@+2:11 {{'Refused::b' returns 'task', which runs or completes after it returns: idem cannot guard it, since guarding the call that creates it would not guard the work it does}}
-  // expected-note@+1:11 {{supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
+  // expected-note@+1:11 {{supported: a function returning boost::asio::awaitable<T> (idem::invoke and idem::guarded<C>'s wrapper co_await idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
   [[idem::idempotent(key = "event.id")]] task b(const Event& event);
   // expected-error@+1:11 {{'Refused::c' produces 'int', so a duplicate call must be given that value back: name a codec that encodes it, for example codec = "idem::json_codec"}}
   [[idem::idempotent(key = "event.id")]] boost::asio::awaitable<int> c(const Event& event);
@@ -48,14 +48,21 @@ struct Refused {
   [[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] boost::asio::awaitable<void> d(const Event& event);
   // expected-error@+1:54 {{completion "join-transaction" on a coroutine needs transaction = "required": a transaction bound to a thread does not survive a co_await, so a coroutine can join only the transaction its wrapper begins and carries; or use "autonomous"}}
   [[idem::idempotent(key = "event.id", completion = "join-transaction")]] boost::asio::awaitable<void> e(const Event& event);
-  // expected-error@+1:11 {{'Refused::f' is a coroutine (it returns 'boost::asio::awaitable<void>') and not a non-static member function: idem guards coroutines through idem::guarded<C>'s override, and idem::invoke has no asynchronous form; make it a method of a class that is not final}}
-  [[idem::idempotent(key = "event.id")]] static boost::asio::awaitable<void> f(const Event& event);
   // expected-error@+2:11 {{'Refused::h' returns 'lazy<int>', which runs or completes after it returns: idem cannot guard it, since guarding the call that creates it would not guard the work it does}}
-  // expected-note@+1:11 {{supported: a method returning boost::asio::awaitable<T> (its idem::guarded<C> wrapper co_awaits idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
+  // expected-note@+1:11 {{supported: a function returning boost::asio::awaitable<T> (idem::invoke and idem::guarded<C>'s wrapper co_await idem::async_execute, <idem/asio.hpp>), or a function returning its result}}
   [[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] lazy<int> h(const Event& event);
 };
 
-struct Sealed final {
-  // expected-error@+1:11 {{'Sealed::g' is a coroutine (it returns 'boost::asio::awaitable<void>') and a member of a final class: idem guards coroutines through idem::guarded<C>'s override, and idem::invoke has no asynchronous form; make it a method of a class that is not final}}
-  [[idem::idempotent(key = "event.id")]] boost::asio::awaitable<void> g(const Event& event);
+// Valid too, guarded by idem::invoke alone: a static member, a member of a final class, a free
+// function; their codecs are checked as for any coroutine.
+struct Plain {
+  [[idem::idempotent(key = "event.id")]] static boost::asio::awaitable<void> f(const Event& event);
 };
+struct Sealed final {
+  [[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] boost::asio::awaitable<long> g(const Event& event);
+  // expected-error@+1:11 {{'Sealed::i' produces 'int', so a duplicate call must be given that value back: name a codec that encodes it, for example codec = "idem::json_codec"}}
+  [[idem::idempotent(key = "event.id")]] boost::asio::awaitable<int> i(const Event& event);
+};
+[[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] boost::asio::awaitable<int> settle(const Event& event);
+// expected-error@+1:47 {{codec "idem::json_codec" is pointless: 'notify' produces no value and has nothing to replay}}
+[[idem::idempotent(key = "event.id", codec = "idem::json_codec")]] boost::asio::awaitable<void> notify(const Event& event);

@@ -135,3 +135,67 @@ TEST_CASE("a coroutine in a required transaction: begun unbound, committed after
   CHECK(tab.adds == 3);  // the declined key was freed: its retry ran again
   CHECK(b.open == nullptr);
 }
+
+TEST_CASE("idem::invoke guards a coroutine free function: once per key, its by-value arguments kept",
+          "[annotator][e2e][async]") {
+  idem::memory_store store;
+  idem::engine engine{store};
+  shop::refunds = 0;
+  asio::io_context io;
+  std::vector<int> answers;
+  const shop::Order order{"o-9"};
+  for (int copy = 0; copy < 3; ++copy) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          // The reason is a temporary of this statement: the returned coroutine owns its copy.
+          auto pending = idem::invoke<&shop::refund>(engine, order, std::string("damaged in transit"));
+          answers.push_back(co_await std::move(pending));
+        },
+        asio::detached);
+  }
+  const std::string note = "refunded;";
+  for (int copy = 0; copy < 2; ++copy)
+    asio::co_spawn(io, idem::invoke<&shop::remember>(engine, note), asio::detached);
+  shop::remembered.clear();
+  io.run();
+  CHECK(shop::refunds == 1);  // three concurrent calls, one execution
+  CHECK(answers == std::vector<int>{18, 18, 18});
+  CHECK(shop::remembered == "refunded;");  // read by reference after suspending, once
+}
+
+TEST_CASE("idem::invoke guards a coroutine member of a final class and a static member in its transaction",
+          "[annotator][e2e][async][transaction]") {
+  idem::memory_store store;
+  idem::engine engine{store};
+  shop::Till till;
+  journal::book b;
+  journal::transaction_source transactions{&b};
+  asio::io_context io;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        CHECK(co_await idem::invoke<&shop::Till::ring>(engine, till, 4) == 12);
+        CHECK(co_await idem::invoke<&shop::Till::ring>(engine, &till, 4) == 12);  // through a pointer: replayed
+        co_await idem::invoke<&shop::Till::record>(engine, transactions, b, 5);
+        CHECK(b.entries == std::vector<int>{5});
+        CHECK(idem::current_transaction() == nullptr);  // never bound to the thread
+        co_await idem::invoke<&shop::Till::record>(engine, transactions, b, 5);  // replayed: writes nothing
+      },
+      asio::detached);
+  io.run();
+  CHECK(till.rings == 1);
+  CHECK(b.entries == std::vector<int>{5});
+  CHECK(b.begun == 2);
+  CHECK(b.open == nullptr);
+}
+
+TEST_CASE("idem::invoke on a coroutine refuses a bad key before anything suspends", "[annotator][e2e][async]") {
+  idem::memory_store store;
+  idem::engine engine{store};
+  shop::refunds = 0;
+  const shop::Order keyless{""};
+  // The context is computed when invoke is called, as for a blocking call: the same exception.
+  CHECK_THROWS_AS(idem::invoke<&shop::refund>(engine, keyless, std::string("x")), idem::invalid_key_error);
+  CHECK(shop::refunds == 0);
+}

@@ -1,5 +1,6 @@
 // Coroutine methods: idem::guarded<Payments> overrides them with wrappers that co_await
-// idem::async_execute (coroutine_test.cpp).
+// idem::async_execute; coroutines that no override can guard (a free function, a static member, a
+// member of a final class) are guarded by idem::invoke (coroutine_test.cpp).
 #pragma once
 
 #include <stdexcept>
@@ -100,6 +101,47 @@ class Ledger {
   }
 
   int posts = 0;
+};
+
+// Guarded by idem::invoke alone. The key reads `order` (a reference) before anything suspends; the
+// body reads `reason`, a by-value parameter, after suspending.
+inline int refunds = 0;
+[[idem::idempotent(key = "order.id", codec = "idem::json_codec", waitTimeout = "PT10S")]]
+inline boost::asio::awaitable<int> refund([[maybe_unused]] const Order& order, std::string reason) {
+  ++refunds;
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
+  co_await timer.async_wait(boost::asio::use_awaitable);
+  co_return static_cast<int>(reason.size());
+}
+
+// A reference parameter read after suspending: the caller's string must outlive the call
+// (invoke_coroutine_temporary.cpp: a converted temporary does not compile).
+inline std::string remembered;
+[[idem::idempotent(key = "note")]] inline boost::asio::awaitable<void> remember(const std::string& note) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
+  co_await timer.async_wait(boost::asio::use_awaitable);
+  remembered += note;
+}
+
+class Till final {
+ public:
+  [[idem::idempotent(key = "entry", codec = "idem::json_codec", waitTimeout = "PT10S")]]
+  boost::asio::awaitable<int> ring(int entry) {
+    ++rings;
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    co_return entry * 3;
+  }
+
+  // In a transaction its idem::invoke begins (bound to no thread) and commits.
+  [[idem::idempotent(key = "entry", transaction = "required")]]
+  static boost::asio::awaitable<void> record(journal::book& book, int entry) {
+    journal::open_on(book).write(entry);
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(5));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
+
+  int rings = 0;
 };
 
 }  // namespace shop
