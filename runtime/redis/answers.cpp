@@ -36,18 +36,16 @@ std::int64_t redis_store::impl::number(const target& t, std::string_view text) {
 
 redis_store::impl::acquire_request::acquire_request(const impl& d, const context& ctx, std::string record_key)
     : key(std::move(record_key)), token(lease_token::generate()), token_hex(token.hex()),
-      token_text(token_hex.data(), token_hex.size()),
       lease_ms(decimal_of(capped(ctx.lease))), ttl_ms(decimal_of(capped(ctx.ttl))),
       claim_px(decimal_of(std::max(capped(ctx.lease), capped(ctx.ttl)) + capped(d.options.retention_grace))),
       fingerprint(ctx.fingerprint ? std::string_view(*ctx.fingerprint) : std::string_view("-")), keys{key},
-      args{token_text, lease_ms, ttl_ms, fingerprint, claim_px, d.cache ? "1" : "0"} {}
+      args{token_text(), lease_ms, ttl_ms, fingerprint, claim_px, d.cache ? "1" : "0"} {}
 
 redis_store::impl::complete_request::complete_request(const impl& d, const identity& id, const lease_token& token,
                                                       const payload& value, milliseconds ttl)
-    : key(d.key_of(id)), chan(d.channel_for(key)), token_hex(token.hex()),
-      token_text(token_hex.data(), token_hex.size()), ttl_ms(decimal_of(capped(ttl))),
+    : key(d.key_of(id)), chan(d.channel_for(key)), token_hex(token.hex()), ttl_ms(decimal_of(capped(ttl))),
       encoded(rd::encode_payload(value)), complete_px(decimal_of(std::max(capped(ttl), milliseconds(1)))),
-      keys{key}, args{token_text, ttl_ms, complete_px, encoded, chan, d.publish} {}
+      keys{key}, args{token_text(), ttl_ms, complete_px, encoded, chan, d.publish} {}
 
 redis_store::impl::release_request::release_request(const impl& d, const identity&, std::string record_key,
                                                     std::string token)
@@ -66,7 +64,7 @@ redis_store::impl::look redis_store::impl::read_look(const context& ctx, const a
       const long long acknowledged = wait_for_replicas(t, r.key);
       if (acknowledged < options.replica_ack.replicas) {
         try {
-          release_record(ctx.id, r.key, r.token_text);  // best effort: do not block the key for a lease
+          release_record(ctx.id, r.key, r.token_text());  // best effort: do not block the key for a lease
         } catch (const store_error&) {
         }
         check_durability(t, acknowledged);

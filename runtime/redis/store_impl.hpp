@@ -191,10 +191,10 @@ struct redis_store::impl {
     acquire_request(const impl& d, const context& ctx, std::string record_key);
     acquire_request(const acquire_request&) = delete;
     acquire_request& operator=(const acquire_request&) = delete;
+    std::string_view token_text() const noexcept { return {token_hex.data(), token_hex.size()}; }
     const std::string key;
     const lease_token token;
     const std::array<char, 32> token_hex;
-    const std::string_view token_text;  // token_hex
     const std::string lease_ms, ttl_ms, claim_px;
     const std::string_view fingerprint;
     const std::array<std::string_view, 1> keys;
@@ -205,9 +205,9 @@ struct redis_store::impl {
                      milliseconds ttl);
     complete_request(const complete_request&) = delete;
     complete_request& operator=(const complete_request&) = delete;
+    std::string_view token_text() const noexcept { return {token_hex.data(), token_hex.size()}; }
     const std::string key, chan;
     const std::array<char, 32> token_hex;
-    const std::string_view token_text;  // token_hex
     const std::string ttl_ms, encoded, complete_px;
     const std::array<std::string_view, 1> keys;
     const std::array<std::string_view, 6> args;
