@@ -215,10 +215,40 @@ template <class First, class... Rest>
 struct first_is_transaction_source<First, Rest...>
     : std::bool_constant<std::derived_from<std::remove_cvref_t<First>, transaction_source>> {};
 
+// The class an object argument of a member call names: T for T, T*, and a smart pointer to T.
+template <class T>
+struct pointee {
+  using type = T;
+};
+template <class T>
+struct pointee<T*> {
+  using type = T;
+};
+template <class T>
+  requires requires { typename T::element_type; }
+struct pointee<T> {
+  using type = typename T::element_type;
+};
+
+// Whether `Object` is (or points to) an idem::guarded<C>, or a class derived from one: every
+// generated guarded<C> declares idem_needs_transactions.
+template <class Object>
+concept guarded_object = requires { pointee<std::remove_cvref_t<Object>>::type::idem_needs_transactions; };
+
+// What idem::invoke checks of the object of a member function.
+template <class Object, class...>
+constexpr void check_not_guarded() noexcept {
+  static_assert(!guarded_object<Object>,
+                "idem::invoke<F>(engine, object, ...): `object` is an idem::guarded<C>, which guards its methods "
+                "itself; call the method on it directly (through invoke, a virtual F would be guarded twice and wait "
+                "for its own lease)");
+}
+
 // invoke()'s work once the transaction source (null: none) is separated from the arguments.
 template <auto F, class... Args>
 decltype(auto) invoke_with(engine& eng, transaction_source* transactions, Args&&... args) {
   using result = result_of<F>;
+  if constexpr (std::is_member_function_pointer_v<decltype(F)>) check_not_guarded<Args...>();
   if constexpr (is_asio_coroutine<result>) {
     return coroutine_invoke<F>::call(eng, transactions, std::forward<Args>(args)...);
   } else if constexpr (std::is_member_function_pointer_v<decltype(F)>) {
@@ -287,8 +317,8 @@ context guarded_context(engine& eng, Args&... args) {
 //
 // Calls F at most once per key (the policy's key expression over `args`) and returns its result;
 // a duplicate gets the first result back through the policy's codec. The member form calls F on
-// `object` the usual way (virtually, for a virtual F): do not pass an idem::guarded<C> here, it
-// guards its methods itself. A function annotated with transaction = "required" takes an
+// `object` the usual way (virtually, for a virtual F); an idem::guarded<C> (or a pointer to one)
+// does not compile here: it guards its methods itself. A function annotated with transaction = "required" takes an
 // idem::transaction_source first, which begins its transaction when the caller has none active.
 // Throws what the engine throws (configuration_error, in_flight_error, store errors) and whatever
 // F throws, after releasing the record so the call can be retried.
