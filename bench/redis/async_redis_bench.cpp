@@ -6,11 +6,13 @@
 // here fails on a number.
 //
 //   idem_bench_async_redis --address 127.0.0.1:6379 [--calls 4000] [--in-flight 1,8,64,256] [--rows a,b]
+//                          [--replays 1]
 //
 // Every measurement line: RESULT <row> <in flight> <phase> <ops/s> <p50 us> <p99 us>, rows
 // idem-async (replies read by the store's own thread), idem-async+loop (read on the io_context's thread:
 // options.event_loop), idem-sync (in flight 1 only) and hiredis-pipelined; phases first (unique keys) and
-// replay (the same keys again).
+// replay (the same keys again; --replays K passes of them, for the instructions of replays alone:
+// bench/redis/client_instructions.sh).
 #include <hiredis/hiredis.h>
 #include <unistd.h>
 
@@ -49,6 +51,7 @@ struct settings {
   std::string host = "127.0.0.1";
   int port = 6379;
   int calls = 4000;
+  int replays = 1;  // passes of replays over the keys
   std::vector<int> in_flight{1, 8, 64, 256};
   std::string rows = "idem-async,idem-async+loop,idem-sync,hiredis-pipelined";
   bool wants(const std::string& row) const { return ("," + rows + ",").find("," + row + ",") != std::string::npos; }
@@ -163,7 +166,8 @@ void bench_engine(const settings& s) {
       const std::string row = on_loop ? "idem-async+loop" : "idem-async";
       if (!s.wants(row)) continue;
       report(row, in_flight, "first", async_phase(io, engine, keys, in_flight, executions, false));
-      report(row, in_flight, "replay", async_phase(io, engine, keys, in_flight, executions, true));
+      for (int pass = 0; pass < s.replays; ++pass)
+        report(row, in_flight, "replay", async_phase(io, engine, keys, in_flight, executions, true));
       if (executions != s.calls) throw std::runtime_error("wrong execution count");
     }
     if (in_flight != 1 || !s.wants("idem-sync")) continue;
@@ -278,7 +282,8 @@ void bench_floor(const settings& s) {
       tokens.push_back(std::string(32 - n.size(), '0') + n);
     }
     report("hiredis-pipelined", in_flight, "first", floor.phase(keys, tokens, in_flight, true));
-    report("hiredis-pipelined", in_flight, "replay", floor.phase(keys, tokens, in_flight, false));
+    for (int pass = 0; pass < s.replays; ++pass)
+      report("hiredis-pipelined", in_flight, "replay", floor.phase(keys, tokens, in_flight, false));
   }
 }
 
@@ -301,6 +306,8 @@ int main(int argc, char** argv) {
       s.port = std::stoi(value.substr(value.rfind(':') + 1));
     } else if (flag == "--calls") {
       s.calls = std::stoi(value);
+    } else if (flag == "--replays") {
+      s.replays = std::stoi(value);
     } else if (flag == "--rows") {
       s.rows = value;
     } else if (flag == "--in-flight") {
