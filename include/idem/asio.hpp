@@ -73,12 +73,10 @@ namespace detail::asio {
 template <class R>
 struct action_traits {
   using value_type = R;
-  static constexpr bool awaitable = false;
 };
 template <class T, class Executor>
 struct action_traits<boost::asio::awaitable<T, Executor>> {
   using value_type = T;
-  static constexpr bool awaitable = true;
 };
 template <class Action>
 using action_result = std::remove_cvref_t<std::invoke_result_t<Action&>>;
@@ -185,7 +183,7 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
   // An error is handed to `finished` only once its catch block has ended: `finished` may take it
   // to another thread at once, which must not share it with a thread still inside the catch block.
   void invoke_action(async_done finished) {
-    if constexpr (action_traits<action_result<Action>>::awaitable) {
+    if constexpr (is_asio_coroutine<action_result<Action>>) {
       auto self = this->shared_from_this();
       std::optional<action_result<Action>> coroutine;
       std::exception_ptr not_started;  // handed on after the catch block (see invoke_action)
@@ -343,8 +341,9 @@ auto async_execute(engine& eng, const context& ctx, transaction& tx, Action&& ac
 // idem::run_guarded_async<F>(engine, transactions, ctx, action)
 //
 // What a generated idem::guarded<C> returns for its annotated coroutine F (a method returning
-// boost::asio::awaitable<T>), and idem::invoke<F> for any annotated coroutine: a coroutine that runs `action` (which returns C's own coroutine) at
-// most once for `ctx` (idem::guarded_context<F>, computed by the wrapper before anything suspends)
+// boost::asio::awaitable<T>), and idem::invoke<F> for any annotated coroutine: a coroutine that
+// runs `action` (which returns F's own coroutine) at most once for `ctx` (idem::guarded_context<F>,
+// computed by the wrapper before anything suspends)
 // and produces its value, or on a duplicate the first value decoded by policy<F>'s codec. An
 // in-flight answer is handled as idem::run_guarded handles it. For F annotated with
 // transaction = "required", `transactions` (then not null) begins a transaction bound to no thread

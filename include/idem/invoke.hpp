@@ -318,8 +318,9 @@ context guarded_context(engine& eng, Args&... args) {
 // Calls F at most once per key (the policy's key expression over `args`) and returns its result;
 // a duplicate gets the first result back through the policy's codec. The member form calls F on
 // `object` the usual way (virtually, for a virtual F); an idem::guarded<C> (or a pointer to one)
-// does not compile here: it guards its methods itself. A function annotated with transaction = "required" takes an
-// idem::transaction_source first, which begins its transaction when the caller has none active.
+// does not compile here: it guards its methods itself. A function annotated with
+// transaction = "required" takes an idem::transaction_source first, which begins its transaction
+// when the caller has none active.
 // Throws what the engine throws (configuration_error, in_flight_error, store errors) and whatever
 // F throws, after releasing the record so the call can be retried.
 //
@@ -329,8 +330,8 @@ context guarded_context(engine& eng, Args&... args) {
 // computed now, before anything suspends (an invalid context throws here, as it does for a
 // blocking call); the arguments are kept as F's own coroutine keeps them — the ones F takes by
 // value are copied or moved into the returned coroutine, the references referred to, so they must
-// live until it completes; so must the object of a member function. See idem::run_guarded_async
-// for in-flight answers and transactions.
+// live until it completes; so must an object given as an lvalue (an rvalue, a pointer say, is
+// moved in). See idem::run_guarded_async for in-flight answers and transactions.
 template <auto F, class... Args>
 decltype(auto) invoke(engine& eng, Args&&... args) {
   if constexpr (detail::transaction_demand_of<policy<F>>() == transaction_demand::caller) {
