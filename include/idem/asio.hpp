@@ -26,8 +26,8 @@
 // interrupted.
 //
 // Transactions: a thread's active transaction does not survive a co_await, so asynchronous calls
-// ignore it, and completion_mode::join_transaction is refused (configuration_error through the
-// token) until asynchronous calls take a transaction explicitly.
+// ignore it and take one explicitly (the overloads with a `transaction&`); completion_mode::
+// join_transaction without one is refused (configuration_error through the token).
 #pragma once
 
 #include <atomic>
@@ -271,6 +271,62 @@ class operation : public std::enable_shared_from_this<operation<T, Handler, Acti
   std::atomic<bool> initiating_{true};  // start() has not returned yet
 };
 
+// Runs `start(done)` — a step of idem's core that reports through a callback, on any thread — as an
+// Asio asynchronous operation with the completion signature void(std::exception_ptr, Values...):
+// the handler runs on its associated executor, never inside this function, and that executor's
+// work count is kept up until it does.
+template <class... Values, class Start, class CompletionToken>
+auto async_step(Start start, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, Values...)>(
+      [](auto handler, Start begin) {
+        auto executor = boost::asio::get_associated_executor(handler, boost::asio::system_executor());
+        struct pending {
+          decltype(handler) waiting;
+          decltype(track_work(executor)) work;
+        };
+        // Shared: the step's callback is a std::function, which must be copyable; the handler is not.
+        auto state = std::make_shared<pending>(pending{std::move(handler), track_work(executor)});
+        begin([state, executor](std::exception_ptr error, Values... values) {
+          boost::asio::post(executor, [state, error = std::move(error), ... values = std::move(values)]() mutable {
+            auto waiting = std::move(state->waiting);
+            state->work.reset();
+            std::move(waiting)(std::move(error), std::move(values)...);
+          });
+        });
+      },
+      token, std::move(start));
+}
+
+// The transaction of a coroutine annotated with transaction = "required", begun from `source`
+// bound to no thread, through the source's asynchronous step (off the coroutine's thread for a
+// blocking transaction, see idem::is_blocking_transaction).
+template <class Executor>
+boost::asio::awaitable<std::unique_ptr<opened_transaction>, Executor> begin_transaction(transaction_source& source) {
+  co_return co_await async_step<std::unique_ptr<opened_transaction>>(
+      [&source](async_handler<std::unique_ptr<opened_transaction>> done) {
+        source.async_begin_unbound(std::move(done));
+      },
+      boost::asio::use_awaitable_t<Executor>());
+}
+
+// Ends `tx` after its call: commits it when the call did not fail, rolls it back when it failed or
+// its commit did, and rethrows the failure. Both steps are `tx`'s asynchronous ones.
+template <class Executor>
+boost::asio::awaitable<void, Executor> end_transaction(opened_transaction& tx, std::exception_ptr failure) {
+  const boost::asio::use_awaitable_t<Executor> on_this_executor;
+  if (!failure) {
+    try {
+      co_await async_step<>([&tx](async_done done) { tx.async_commit(std::move(done)); }, on_this_executor);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) {
+    co_await async_step<>([&tx](async_done done) { tx.async_rollback(std::move(done)); }, on_this_executor);
+    std::rethrow_exception(failure);
+  }
+}
+
 template <class T, class Action, class Codec, class CompletionToken>
 auto initiate(engine& eng, const context& ctx, transaction* tx, Action&& action, Codec codec,
               CompletionToken&& token) {
@@ -355,6 +411,7 @@ template <auto F, class Action>
 detail::result_of<F> run_guarded_async(engine& eng, transaction_source* transactions, context ctx, Action action) {
   using coroutine = detail::result_of<F>;
   using T = typename detail::asio::action_traits<coroutine>::value_type;
+  using executor = typename coroutine::executor_type;
   return [](engine& e, transaction_source* source, context c, Action a) -> coroutine {
     std::unique_ptr<opened_transaction> opened;
     if constexpr (detail::transaction_demand_of<policy<F>>() == transaction_demand::required) {
@@ -362,23 +419,30 @@ detail::result_of<F> run_guarded_async(engine& eng, transaction_source* transact
         throw configuration_error(std::string(policy<F>::function) +
                                   " is annotated with transaction = \"required\", but no idem::transaction_source "
                                   "was given to begin its transaction");
-      opened = source->begin_unbound();
+      opened = co_await detail::asio::begin_transaction<executor>(*source);
     }
     // The call, in the opened transaction when there is one, completing on the coroutine's own
-    // executor type (a coroutine co_awaits only awaitables of its executor; F's may be any).
-    const boost::asio::use_awaitable_t<typename coroutine::executor_type> on_this_executor;
-    const auto call = [&](auto&&... codec) {
-      if (opened) return async_execute(e, c, opened->get(), std::move(a), codec..., on_this_executor);
-      return async_execute(e, c, std::move(a), codec..., on_this_executor);
+    // executor type (a coroutine co_awaits only awaitables of its executor; F's may be any). The
+    // transaction ends after it, committed or rolled back.
+    const boost::asio::use_awaitable_t<executor> on_this_executor;
+    const auto call = [&](auto&&... codec) -> boost::asio::awaitable<outcome<T>, executor> {
+      if (!opened) co_return co_await async_execute(e, c, std::move(a), codec..., on_this_executor);
+      std::optional<outcome<T>> result;
+      std::exception_ptr failure;
+      try {
+        result.emplace(co_await async_execute(e, c, opened->get(), std::move(a), codec..., on_this_executor));
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      co_await detail::asio::end_transaction<executor>(*opened, std::move(failure));
+      co_return std::move(*result);
     };
     if constexpr (std::is_void_v<T>) {
       outcome<void> result = co_await call();
-      if (opened) opened->commit();
       if (const auto* busy = std::get_if<in_flight>(&result)) map_in_flight(e, c, *busy);
     } else {
       using codec = typename policy<F>::codec;
       outcome<T> result = co_await call(codec{});
-      if (opened) opened->commit();
       if (auto* ran = std::get_if<executed<T>>(&result)) co_return std::move(ran->value);
       if (auto* replay = std::get_if<replayed<T>>(&result)) co_return std::move(replay->value);
       detail::refuse_in_flight(e, c, std::get<in_flight>(result));

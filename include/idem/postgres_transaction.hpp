@@ -70,6 +70,10 @@ class postgres_transaction final : public basic_transaction {
   mutable unsigned long long joined_store_ = 0;
 };
 
+// BEGIN, COMMIT and ROLLBACK are round trips to the server: a coroutine's run off its thread.
+template <>
+struct is_blocking_transaction<postgres_transaction> : std::true_type {};
+
 // idem::postgres_transaction_source
 //
 // Begins a postgres_transaction on one connection for each call of a method annotated with

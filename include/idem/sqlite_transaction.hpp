@@ -61,6 +61,10 @@ class sqlite_transaction final : public basic_transaction {
   std::optional<transaction_binding> binding_;  // empty when unbound
 };
 
+// COMMIT waits for the file's lock and its sync to disk: a coroutine's steps run off its thread.
+template <>
+struct is_blocking_transaction<sqlite_transaction> : std::true_type {};
+
 // idem::sqlite_transaction_source
 //
 // Begins a sqlite_transaction on one connection for each call of a method annotated with

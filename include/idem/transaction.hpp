@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <idem/async.hpp>
+
 namespace idem {
 
 // Where the transaction of an annotated function comes from: the attribute's `transaction`.
@@ -126,6 +128,14 @@ class opened_transaction {
   // Commits, running the engine's before-commit checks first; throws what the transaction's own
   // commit throws (the transaction has then rolled back, or its outcome is unknown).
   virtual void commit() = 0;
+  // commit() for a coroutine, which must not block its thread: `done` is called once, with null or
+  // with what commit() threw, on any thread; the object must live until then. The default commits
+  // here, on the calling thread.
+  virtual void async_commit(async_done done);
+  // Rolls back for a coroutine: `done` is called once (with null: a rollback does not fail), on
+  // any thread, after which destroying the object has nothing left to do; the object must live
+  // until then. The default only calls `done`, leaving the rollback to the destructor.
+  virtual void async_rollback(async_done done);
 };
 
 // idem::transaction_source
@@ -146,7 +156,29 @@ class transaction_source {
   // hands it to idem::async_execute across its suspensions). The default throws
   // configuration_error: a source whose transactions always bind themselves cannot serve one.
   [[nodiscard]] virtual std::unique_ptr<opened_transaction> begin_unbound();
+  // begin_unbound() for a coroutine, which must not block its thread: `done` is called once, with
+  // the transaction or with what begin_unbound() threw, on any thread. The default begins here,
+  // on the calling thread.
+  virtual void async_begin_unbound(async_handler<std::unique_ptr<opened_transaction>> done);
 };
+
+// idem::is_blocking_transaction<Tx>
+//
+// True for an RAII transaction whose BEGIN, COMMIT and ROLLBACK block the thread that runs them
+// (a round trip to a server, a wait for a file lock): idem::basic_transaction_source then runs
+// them for coroutines on a small pool of idem's own threads, so that they never stall the
+// coroutine's event loop. Specialize it for a transaction type of your own that blocks (and has
+// rollback()); idem's SQLite and PostgreSQL transactions are.
+template <class Tx>
+struct is_blocking_transaction : std::false_type {};
+template <class Tx>
+inline constexpr bool is_blocking_transaction_v = is_blocking_transaction<Tx>::value;
+
+namespace detail {
+// Runs `step` on idem's pool of threads for blocking calls and reports how it ended to `done`
+// (null: it returned) from that thread.
+void run_blocking(std::function<void()> step, async_done done);
+}  // namespace detail
 
 // idem::basic_transaction_source<Tx, Connection>
 //
@@ -154,7 +186,9 @@ class transaction_source {
 // idem::sqlite_transaction_source and idem::postgres_transaction_source are two. Tx is an RAII
 // transaction derived from idem::transaction that binds itself to its thread: constructible from
 // Connection (and, to serve coroutine methods, from Connection and idem::unbound), with commit(),
-// and a destructor that rolls back when commit() did not run.
+// and a destructor that rolls back when commit() did not run. When is_blocking_transaction_v<Tx>,
+// a coroutine's transaction is begun, committed and rolled back (Tx::rollback()) on idem's pool of
+// threads for blocking calls, off the coroutine's thread.
 template <class Tx, class Connection>
 class basic_transaction_source final : public transaction_source {
  public:
@@ -170,6 +204,18 @@ class basic_transaction_source final : public transaction_source {
       return transaction_source::begin_unbound();
   }
 
+  void async_begin_unbound(async_handler<std::unique_ptr<opened_transaction>> done) override {
+    if constexpr (is_blocking_transaction_v<Tx>) {
+      auto begun = std::make_shared<std::unique_ptr<opened_transaction>>();
+      detail::run_blocking([this, begun] { *begun = begin_unbound(); },
+                           [begun, done = std::move(done)](std::exception_ptr error) {
+                             done(std::move(error), std::move(*begun));
+                           });
+    } else {
+      transaction_source::async_begin_unbound(std::move(done));
+    }
+  }
+
   // The connection each transaction begins on.
   const Connection& connection() const noexcept { return connection_; }
 
@@ -180,6 +226,20 @@ class basic_transaction_source final : public transaction_source {
     explicit opened(const Args&... args) : tx_(args...) {}
     transaction& get() noexcept override { return tx_; }
     void commit() override { tx_.commit(); }
+
+    void async_commit(async_done done) override {
+      if constexpr (is_blocking_transaction_v<Tx>)
+        detail::run_blocking([this] { tx_.commit(); }, std::move(done));
+      else
+        opened_transaction::async_commit(std::move(done));
+    }
+
+    void async_rollback(async_done done) override {
+      if constexpr (is_blocking_transaction_v<Tx>)
+        detail::run_blocking([this] { tx_.rollback(); }, std::move(done));
+      else
+        opened_transaction::async_rollback(std::move(done));
+    }
 
    private:
     Tx tx_;

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "blocking_pool.hpp"
+
 namespace idem {
 namespace {
 thread_local transaction* current = nullptr;
@@ -55,6 +57,33 @@ std::unique_ptr<opened_transaction> transaction_source::begin_unbound() {
   throw configuration_error(
       "this idem::transaction_source cannot begin a transaction bound to no thread, which a coroutine method "
       "annotated with transaction = \"required\" needs: construct its transactions with idem::unbound");
+}
+
+void opened_transaction::async_commit(async_done done) {
+  std::exception_ptr error;
+  try {
+    commit();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(std::move(error));
+}
+
+void opened_transaction::async_rollback(async_done done) { done(nullptr); }
+
+void transaction_source::async_begin_unbound(async_handler<std::unique_ptr<opened_transaction>> done) {
+  std::unique_ptr<opened_transaction> begun;
+  std::exception_ptr error;
+  try {
+    begun = begin_unbound();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(std::move(error), std::move(begun));
+}
+
+void detail::run_blocking(std::function<void()> step, async_done done) {
+  blocking_pool::shared().run_and_report(std::move(step), std::move(done));
 }
 
 std::unique_ptr<opened_transaction> detail::open_unless_active(transaction_source* source,
