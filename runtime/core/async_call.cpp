@@ -57,6 +57,7 @@ struct async_call : std::enable_shared_from_this<async_call> {
     if (cause) {
       if (in_tx) {
         engine_core::abandon(*in_tx);
+        if (tx->active()) return release_when_transaction_ends(std::move(cause));
       } else {
         heartbeat.cancel();
       }
@@ -72,6 +73,16 @@ struct async_call : std::enable_shared_from_this<async_call> {
     if (encode_failure) return completed(std::move(encode_failure));
     core->store_.async_complete(ctx.id, token, value, ctx.ttl,
                                 [self = shared_from_this()](std::exception_ptr failure) { self->completed(failure); });
+  }
+
+  // The action failed inside a transaction that cannot end before this call does: a release now
+  // could wait behind the transaction's own locks (SQLite's one writer per file, once the action
+  // wrote) until the store gave up. The record is released when the transaction ends instead,
+  // which for a coroutine's own transaction is as soon as the call has failed.
+  void release_when_transaction_ends(std::exception_ptr cause) {
+    engine_core::release_at_end(*in_tx);
+    core->action_failed(ctx, token, cause, nullptr);
+    fail(std::move(cause));
   }
 
   void completed(std::exception_ptr failure) {

@@ -74,6 +74,8 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
   // Returns the failure left to report: null once the release is deferred.
   static std::exception_ptr release_when_ended(transaction_call& call, const transaction& tx,
                                                std::exception_ptr failure) noexcept;
+  // The abandoned call's record is released when its transaction ends, without trying now.
+  static void release_at_end(transaction_call& call) noexcept;
   // The action returned, and its value was encoded into the call (or `encode_failure`): the
   // terminal if it is decided now, or nothing when the record is to be written inside the
   // transaction next. May throw (the completion-failure policy).

@@ -112,8 +112,12 @@ std::exception_ptr engine_core::release_when_ended(transaction_call& call, const
   if (!failure || is_lease_lost(failure) || !tx.active()) return failure;
   call.owner.log(log_level::debug, fmt::format("{} is released when its transaction ends: {}", call.ctx.id.to_string(),
                                                describe(failure)));
-  call.current = transaction_call::stage::release_at_end;
+  release_at_end(call);
   return nullptr;
+}
+
+void engine_core::release_at_end(transaction_call& call) noexcept {
+  call.current = transaction_call::stage::release_at_end;
 }
 
 std::optional<raw_outcome> engine_core::action_returned(transaction_call& call, std::exception_ptr encode_failure) {

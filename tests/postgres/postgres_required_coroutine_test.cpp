@@ -6,22 +6,18 @@
 
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-
 #include <idem/engine.hpp>
 #include <idem/postgres_store.hpp>
+#include <idem/postgres_transaction.hpp>
 
 #include "postgres_test_support.hpp"
-#include "required_coroutine.idem.hpp"
+#include "required_tab.idem.hpp"
+#include "support/required_tab_session.hpp"
 
-namespace asio = boost::asio;
 using idem::pg_test::raw_connection;
 
 namespace {
@@ -55,46 +51,20 @@ TEST_CASE("a coroutine's required transaction commits its write and its record t
   raw_connection db;
   const std::string table = idem::pg_test::unique_name("entries");
   db.query("CREATE TABLE " + table + " (id text PRIMARY KEY, amount bigint NOT NULL)");
-  const auto rows = [&] { return std::stoll(db.scalar("SELECT count(*) FROM " + table)); };
-  const auto recorded = [&](const std::string& key) {
-    const auto record = store.inspect_record(idem::identity("postgres_tab.post", key), false);
-    return record && record->state == idem::record_state::completed;
-  };
   idem::postgres_transaction_source transactions{db.get()};
-  idem::guarded<ledger_test::postgres_tab> tab{engine, transactions, db.get(), table};
-  const std::string kept = idem::pg_test::unique_name("kept");
-  const std::string declined = idem::pg_test::unique_name("declined");
+  idem::guarded<ledger_test::tab> tab{engine, transactions, [&](const std::string& id, long amount) {
+                                        db.query("INSERT INTO " + table + " (id, amount) VALUES ($1, $2::bigint)",
+                                                 {id, std::to_string(amount)});
+                                      }};
 
-  asio::io_context io;
-  std::thread::id coroutine_thread;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        coroutine_thread = std::this_thread::get_id();
-        // Awaited outside CHECK: GCC evaluates a co_await in Catch's CHECK more than once.
-        const long posted = co_await tab.post(kept, 5);
-        CHECK(posted == 5);
-        CHECK(tab.posts == 1);
-        CHECK(rows() == 1);
-        CHECK(recorded(kept));
-        CHECK(idem::current_transaction() == nullptr);
-        const long replayed = co_await tab.post(kept, 9);  // replayed: no second row
-        CHECK(replayed == 5);
-        for (int attempt = 0; attempt < 2; ++attempt) {
-          bool refused = false;
-          try {
-            (void)co_await tab.post(declined, -1);
-          } catch (const std::runtime_error&) {
-            refused = true;
-          }
-          CHECK(refused);
-        }
-      },
-      asio::detached);
-  io.run();
-  CHECK(rows() == 1);  // the declined rows rolled back with their records
-  CHECK_FALSE(recorded(declined));
-  CHECK(tab.posts == 3);  // the declined key was released each time: its retry ran
+  const std::thread::id coroutine_thread = ledger_test::run_session(
+      tab, idem::pg_test::unique_name("kept"), idem::pg_test::unique_name("declined"),
+      [&] { return std::stoll(db.scalar("SELECT count(*) FROM " + table)); },
+      [&](const std::string& key) {
+        const auto record = store.inspect_record(idem::identity("tab.post", key), false);
+        return record && record->state == idem::record_state::completed;
+      });
+
   // COMMIT ran on idem's threads, not on the coroutine's (the io_context's only thread).
   const auto committed_on = completions->threads();
   REQUIRE(committed_on.size() == 1);
