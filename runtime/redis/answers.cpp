@@ -39,13 +39,13 @@ redis_store::impl::acquire_request::acquire_request(const impl& d, const context
       lease_ms(decimal_of(capped(ctx.lease))), ttl_ms(decimal_of(capped(ctx.ttl))),
       claim_px(decimal_of(std::max(capped(ctx.lease), capped(ctx.ttl)) + capped(d.options.retention_grace))),
       fingerprint(ctx.fingerprint ? std::string_view(*ctx.fingerprint) : std::string_view("-")), keys{key},
-      args{token_text(), lease_ms, ttl_ms, fingerprint, claim_px, d.cache ? "1" : "0"} {}
+      args{text_of(token_hex), lease_ms, ttl_ms, fingerprint, claim_px, d.cache ? "1" : "0"} {}
 
 redis_store::impl::complete_request::complete_request(const impl& d, const identity& id, const lease_token& token,
                                                       const payload& value, milliseconds ttl)
     : key(d.key_of(id)), chan(d.channel_for(key)), token_hex(token.hex()), ttl_ms(decimal_of(capped(ttl))),
       encoded(rd::encode_payload(value)), complete_px(decimal_of(std::max(capped(ttl), milliseconds(1)))),
-      keys{key}, args{token_text(), ttl_ms, complete_px, encoded, chan, d.publish} {}
+      keys{key}, args{text_of(token_hex), ttl_ms, complete_px, encoded, chan, d.publish} {}
 
 redis_store::impl::release_request::release_request(const impl& d, const identity&, std::string record_key,
                                                     std::string token)
@@ -64,7 +64,7 @@ redis_store::impl::look redis_store::impl::read_look(const context& ctx, const a
       const long long acknowledged = wait_for_replicas(t, r.key);
       if (acknowledged < options.replica_ack.replicas) {
         try {
-          release_record(ctx.id, r.key, r.token_text());  // best effort: do not block the key for a lease
+          release_record(ctx.id, r.key, text_of(r.token_hex));  // best effort: do not block the key for a lease
         } catch (const store_error&) {
         }
         check_durability(t, acknowledged);

@@ -199,7 +199,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
     try {
       impl::look late = d.read_look(ctx, request, out, sent_at);
       if (std::holds_alternative<acquired>(late.answer)) {
-        d.async_release_record(ctx.id, request.key, request.token_text(), [](std::exception_ptr) {});
+        d.async_release_record(ctx.id, request.key, text_of(request.token_hex), [](std::exception_ptr) {});
       }
     } catch (...) {
       // It stays in progress until its lease expires.

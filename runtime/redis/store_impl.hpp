@@ -186,12 +186,14 @@ struct redis_store::impl {
   static std::pair<std::string_view, std::string_view> split(const target& t, std::string_view text);
   static std::int64_t number(const target& t, std::string_view text);
 
+  // A lease token's hex characters as the text a script is given.
+  static std::string_view text_of(const std::array<char, 32>& hex) noexcept { return {hex.data(), hex.size()}; }
+
   // The bytes one acquire, complete or release call sends; the arrays view the strings.
   struct acquire_request {
     acquire_request(const impl& d, const context& ctx, std::string record_key);
     acquire_request(const acquire_request&) = delete;
     acquire_request& operator=(const acquire_request&) = delete;
-    std::string_view token_text() const noexcept { return {token_hex.data(), token_hex.size()}; }
     const std::string key;
     const lease_token token;
     const std::array<char, 32> token_hex;
@@ -205,7 +207,6 @@ struct redis_store::impl {
                      milliseconds ttl);
     complete_request(const complete_request&) = delete;
     complete_request& operator=(const complete_request&) = delete;
-    std::string_view token_text() const noexcept { return {token_hex.data(), token_hex.size()}; }
     const std::string key, chan;
     const std::array<char, 32> token_hex;
     const std::string ttl_ms, encoded, complete_px;
