@@ -18,29 +18,20 @@ void engine_core::transaction_call::confirm_lease(transaction& tx) {
                          "commit", ctx.id.to_string());
 }
 
-void engine_core::transaction_call::committed() noexcept {
+void engine_core::transaction_call::transaction_ended(ending how) noexcept {
   if (release_deferred()) return;
   if (current == stage::action) {
-    ended = ending::committed;
+    ended = how;  // acted on when the action returns
     return;
   }
   if (current != stage::waiting) return;
   current = stage::done;
-  if (ctx.completion == completion_mode::join_transaction)
+  if (how == ending::rolled_back)
+    release_after_rollback();
+  else if (ctx.completion == completion_mode::join_transaction)
     completed_inside();
   else
     complete_now("committed");
-}
-
-void engine_core::transaction_call::rolled_back() noexcept {
-  if (release_deferred()) return;
-  if (current == stage::action) {
-    ended = ending::rolled_back;
-    return;
-  }
-  if (current != stage::waiting) return;
-  current = stage::done;
-  release_after_rollback();
 }
 
 void engine_core::transaction_call::completed_inside() noexcept {
@@ -89,8 +80,8 @@ std::shared_ptr<engine_core::transaction_call> engine_core::enter_transaction(co
   try {
     call = std::make_shared<transaction_call>(*this, ctx, token);
     call->heartbeat = heartbeat_.start(call->ctx.id, token, ctx.lease);
-    tx.after_rollback([call] { call->rolled_back(); });
-    tx.after_commit([call] { call->committed(); });
+    tx.after_rollback([call] { call->transaction_ended(transaction_call::ending::rolled_back); });
+    tx.after_commit([call] { call->transaction_ended(transaction_call::ending::committed); });
     if (ctx.completion == completion_mode::autonomous)
       tx.before_commit([call, &tx] { call->confirm_lease(tx); });
   } catch (...) {

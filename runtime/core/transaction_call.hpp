@@ -29,9 +29,9 @@ class engine_core::transaction_call {
   // Before the commit: the lease must still be ours, or the work must not commit (throws
   // lease_lost_error, which makes the transaction roll back).
   void confirm_lease(transaction& tx);
-  // The transaction's ends, as its callbacks report them.
-  void committed() noexcept;
-  void rolled_back() noexcept;
+  // The transaction ended `how` (committed or rolled_back), as its callbacks report it: the
+  // terminal, or, while the action still runs, what the action's return acts on.
+  void transaction_ended(ending how) noexcept;
   // The record was written inside the transaction that has now committed.
   void completed_inside() noexcept;
   // Writes the record on the store's own connection; its work has already committed (`done` says
