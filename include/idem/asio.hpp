@@ -297,6 +297,14 @@ auto async_step(Start start, CompletionToken&& token) {
       token, std::move(start));
 }
 
+// Runs `step` (a blocking call) on idem's pool of threads for blocking calls as an Asio operation
+// that completes with void(std::exception_ptr): what `step` threw, or null.
+template <class Step, class CompletionToken>
+auto async_blocking(Step step, CompletionToken&& token) {
+  return async_step<>([step = std::move(step)](async_done done) { run_blocking(step, std::move(done)); },
+                      std::forward<CompletionToken>(token));
+}
+
 // The transaction of a coroutine annotated with transaction = "required", begun from `source`
 // bound to no thread, through the source's asynchronous step (off the coroutine's thread for a
 // blocking transaction, see idem::is_blocking_transaction).
@@ -379,6 +387,8 @@ auto async_execute(engine& eng, const context& ctx, Action&& action, CompletionT
 //   auto o = co_await idem::async_execute(engine, ctx, tx, [&] { return place(conn, order); },
 //                                         codec, asio::use_awaitable);
 //   tx.commit();                                               // the order and its record together
+//
+// (idem::async_begin / async_commit below run that BEGIN and COMMIT off the coroutine's thread.)
 template <class Action, class Codec, class CompletionToken, class T = detail::asio::value_of<Action>>
   requires(!std::is_void_v<T>) && codec_for<Codec, T>
 auto async_execute(engine& eng, const context& ctx, transaction& tx, Action&& action, const Codec& codec,
@@ -392,6 +402,45 @@ template <class Action, class CompletionToken>
 auto async_execute(engine& eng, const context& ctx, transaction& tx, Action&& action, CompletionToken&& token) {
   return detail::asio::initiate<void>(eng, ctx, &tx, std::forward<Action>(action), detail::asio::no_codec{},
                                       std::forward<CompletionToken>(token));
+}
+
+// idem::async_begin<Tx>(connection, token), idem::async_commit(tx, token),
+// idem::async_rollback(tx, token)
+//
+// The steps of a transaction whose BEGIN, COMMIT and ROLLBACK block (idem::sqlite_transaction,
+// idem::postgres_transaction: idem::is_blocking_transaction<Tx>), for a coroutine that hands it to
+// idem::async_execute: each runs on idem's pool of threads for blocking calls and completes on the
+// handler's executor, so that the coroutine's thread never waits for the database.
+//
+//   auto tx = co_await idem::async_begin<idem::postgres_transaction>(conn, asio::use_awaitable);
+//   auto o = co_await idem::async_execute(engine, ctx, *tx, [&] { return place(conn, order); },
+//                                         codec, asio::use_awaitable);
+//   co_await idem::async_commit(*tx, asio::use_awaitable);   // the order and its record together
+//
+// async_begin completes with void(std::exception_ptr, std::unique_ptr<Tx>): a Tx constructed
+// from (connection, idem::unbound), or what that constructor threw. async_commit and
+// async_rollback complete with void(std::exception_ptr): what tx.commit() threw, or null
+// (tx.rollback() does not throw). `tx` must live, and be used by nothing else, until they complete.
+template <class Tx, class Connection, class CompletionToken>
+  requires is_blocking_transaction_v<Tx> && std::is_constructible_v<Tx, const Connection&, unbound_t>
+auto async_begin(Connection connection, CompletionToken&& token) {
+  return detail::asio::async_step<std::unique_ptr<Tx>>(
+      [connection = std::move(connection)](async_handler<std::unique_ptr<Tx>> done) {
+        detail::make_blocking([connection] { return std::make_unique<Tx>(connection, unbound); }, std::move(done));
+      },
+      std::forward<CompletionToken>(token));
+}
+
+template <class Tx, class CompletionToken>
+  requires is_blocking_transaction_v<Tx>
+auto async_commit(Tx& tx, CompletionToken&& token) {
+  return detail::asio::async_blocking([&tx] { tx.commit(); }, std::forward<CompletionToken>(token));
+}
+
+template <class Tx, class CompletionToken>
+  requires is_blocking_transaction_v<Tx>
+auto async_rollback(Tx& tx, CompletionToken&& token) {
+  return detail::asio::async_blocking([&tx] { tx.rollback(); }, std::forward<CompletionToken>(token));
 }
 
 // idem::run_guarded_async<F>(engine, transactions, ctx, action)

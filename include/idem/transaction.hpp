@@ -178,6 +178,15 @@ namespace detail {
 // Runs `step` on idem's pool of threads for blocking calls and reports how it ended to `done`
 // (null: it returned) from that thread.
 void run_blocking(std::function<void()> step, async_done done);
+
+// Runs `make` (which returns what it made, a std::unique_ptr) the same way and hands what it made,
+// or what it threw, to `done(error, made)`.
+template <class Make, class Done>
+void make_blocking(Make make, Done done) {
+  auto made = std::make_shared<std::invoke_result_t<Make&>>();
+  run_blocking([made, make = std::move(make)]() mutable { *made = make(); },
+               [made, done = std::move(done)](std::exception_ptr error) { done(std::move(error), std::move(*made)); });
+}
 }  // namespace detail
 
 // idem::basic_transaction_source<Tx, Connection>
@@ -206,11 +215,7 @@ class basic_transaction_source final : public transaction_source {
 
   void async_begin_unbound(async_handler<std::unique_ptr<opened_transaction>> done) override {
     if constexpr (is_blocking_transaction_v<Tx>) {
-      auto begun = std::make_shared<std::unique_ptr<opened_transaction>>();
-      detail::run_blocking([this, begun] { *begun = begin_unbound(); },
-                           [begun, done = std::move(done)](std::exception_ptr error) {
-                             done(std::move(error), std::move(*begun));
-                           });
+      detail::make_blocking([this] { return begin_unbound(); }, std::move(done));
     } else {
       transaction_source::async_begin_unbound(std::move(done));
     }

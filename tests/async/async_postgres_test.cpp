@@ -149,9 +149,10 @@ TEST_CASE("on PostgreSQL, an asynchronous join-transaction call writes its recor
       io,
       [&]() -> asio::awaitable<void> {
         {
-          idem::postgres_transaction tx{f.conn.get()};
+          // Begun and committed off this thread (the second transaction is begun and ended on it).
+          auto tx = co_await idem::async_begin<idem::postgres_transaction>(f.conn.get(), asio::use_awaitable);
           auto o = co_await idem::async_execute(
-              engine, kept_ctx, tx,
+              engine, kept_ctx, *tx,
               [&] {
                 ++runs;
                 f.conn.query("INSERT INTO orders (id) VALUES ($1)", {kept});
@@ -163,7 +164,7 @@ TEST_CASE("on PostgreSQL, an asynchronous join-transaction call writes its recor
           idem::pg_test::raw_connection other{f.schema.conninfo()};
           seen_by_others = other.scalar("SELECT status FROM idem_records WHERE scope = $1 AND status = 'in_progress'",
                                         {kept_ctx.id.scope()});
-          tx.commit();
+          co_await idem::async_commit(*tx, asio::use_awaitable);
         }
         {
           idem::postgres_transaction tx{f.conn.get()};

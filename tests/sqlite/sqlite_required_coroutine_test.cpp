@@ -1,7 +1,8 @@
 // tests/sqlite/sqlite_required_coroutine_test.cpp — a coroutine method with transaction =
 // "required" and join-transaction on a real SQLite file: its row and its record commit together or
 // neither does, and the transaction's BEGIN, COMMIT and ROLLBACK never run on the coroutine's
-// thread (the connection's statement trace says which thread ran each).
+// thread (the connection's statement trace says which thread ran each); the same for a transaction
+// a coroutine begins and ends itself with idem::async_begin / async_commit / async_rollback.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -12,9 +13,16 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <sqlite3.h>
 
+#include <idem/asio.hpp>
 #include <idem/engine.hpp>
+#include <idem/errors.hpp>
+#include <idem/json_codec.hpp>
 #include <idem/sqlite_store.hpp>
 #include <idem/sqlite_transaction.hpp>
 
@@ -123,4 +131,62 @@ TEST_CASE("a coroutine that wrote in its required transaction on SQLite and thre
   (void)s.run();
   CHECK(releases == 2);  // one per declined post, each once
   CHECK(behind_the_lock == 0);
+}
+
+TEST_CASE("idem::async_begin, async_commit and async_rollback run a SQLite transaction's steps off the coroutine's "
+          "thread, around an asynchronous join-transaction call",
+          "[sqlite][transaction][async]") {
+  setup s("async-steps");
+  statement_trace trace(s.db.get());
+  const idem::call_options joined{.completion = idem::completion_mode::join_transaction};
+  boost::asio::io_context io;
+  std::thread::id coroutine_thread;
+  bool refused = false;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        coroutine_thread = std::this_thread::get_id();
+        for (const long amount : {5L, 7L}) {
+          const std::string key = "direct-" + std::to_string(amount);
+          auto tx = co_await idem::async_begin<idem::sqlite_transaction>(s.db.get(), boost::asio::use_awaitable);
+          CHECK(idem::current_transaction() == nullptr);  // begun unbound
+          auto o = co_await idem::async_execute(
+              s.engine, s.engine.make_context("Tx.direct", key, joined), *tx,
+              [&] {
+                idem::sqlite_test::exec(s.db.get(), "INSERT INTO entries VALUES ('" + key + "', " +
+                                                        std::to_string(amount) + ")");
+                return amount;
+              },
+              idem::json_codec{}, boost::asio::use_awaitable);
+          CHECK(o.ran());
+          if (amount == 5) {
+            co_await idem::async_commit(*tx, boost::asio::use_awaitable);
+          } else {
+            co_await idem::async_rollback(*tx, boost::asio::use_awaitable);
+          }
+        }
+        // A BEGIN that fails reaches the coroutine as the exception the constructor threw.
+        try {
+          (void)co_await idem::async_begin<idem::sqlite_transaction>(static_cast<sqlite3*>(nullptr),
+                                                                     boost::asio::use_awaitable);
+        } catch (const idem::configuration_error&) {
+          refused = true;
+        }
+      },
+      boost::asio::detached);
+  io.run();
+  CHECK(refused);
+  CHECK(idem::sqlite_test::query_int(s.db.get(), "SELECT count(*) FROM entries") == 1);  // 5 committed, 7 rolled back
+  const auto completed = [&](const std::string& key) {
+    const auto record = s.sqlite.inspect_record(idem::identity("Tx.direct", key), false);
+    return record && record->state == idem::record_state::completed;
+  };
+  CHECK(completed("direct-5"));
+  CHECK_FALSE(completed("direct-7"));  // its record rolled back with its row
+  for (const auto& [verb, count] : {std::pair{"BEGIN", 2U}, {"COMMIT", 1U}, {"ROLLBACK", 1U}}) {
+    INFO(verb);
+    const auto threads = trace.threads_of(verb);
+    CHECK(threads.size() == count);
+    for (const auto thread : threads) CHECK(thread != coroutine_thread);
+  }
 }
