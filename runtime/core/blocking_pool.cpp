@@ -1,6 +1,8 @@
 // runtime/core/blocking_pool.cpp — a few threads that run blocking store calls for asynchronous callers.
 #include "blocking_pool.hpp"
 
+#include "caught.hpp"
+
 #include <utility>
 
 namespace idem::detail {
@@ -71,15 +73,7 @@ void blocking_pool::run() {
 }
 
 void blocking_pool::run_and_report(std::function<void()> operation, std::function<void(std::exception_ptr)> done) {
-  post([operation = std::move(operation), done = std::move(done)] {
-    std::exception_ptr error;
-    try {
-      operation();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    done(std::move(error));
-  });
+  post([operation = std::move(operation), done = std::move(done)] { done(caught(operation)); });
 }
 
 }  // namespace idem::detail

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "blocking_pool.hpp"
+#include "caught.hpp"
 
 namespace idem {
 namespace {
@@ -60,25 +61,14 @@ std::unique_ptr<opened_transaction> transaction_source::begin_unbound() {
 }
 
 void opened_transaction::async_commit(async_done done) {
-  std::exception_ptr error;
-  try {
-    commit();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  done(std::move(error));
+  done(detail::caught([&] { commit(); }));
 }
 
 void opened_transaction::async_rollback(async_done done) { done(nullptr); }
 
 void transaction_source::async_begin_unbound(async_handler<std::unique_ptr<opened_transaction>> done) {
   std::unique_ptr<opened_transaction> begun;
-  std::exception_ptr error;
-  try {
-    begun = begin_unbound();
-  } catch (...) {
-    error = std::current_exception();
-  }
+  std::exception_ptr error = detail::caught([&] { begun = begin_unbound(); });
   done(std::move(error), std::move(begun));
 }
 
