@@ -403,6 +403,11 @@ generated_files emit(const std::vector<function_spec>& specs, const std::vector<
                   [](const function_spec& spec) { return spec.facts.is_async && !spec.facts.http_endpoint; }))
     h.line("#include <idem/asio.hpp>  // coroutines: idem::run_guarded_async, idem::invoke's asynchronous form");
   h.line();
+  // idem_generate passes -Wno-attributes=idem:: to GCC, which GCC 12 forgets in a file compiled
+  // with a precompiled header and -g: the annotated header would warn about its own attributes.
+  h.line("#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12");
+  h.line("#pragma GCC diagnostic ignored_attributes \"idem::\"");
+  h.line("#endif");
   h.line("#include " + quote(options.include_as));
   h.line();
   std::vector<std::pair<std::string, std::string>> includes;
