@@ -3,9 +3,9 @@
 #
 #   scripts/stress-ctest.sh <build-dir> <runs> <label regex> [busy loops, default 2]
 #
-# Starts the given number of busy loops (one core each) beside `ctest -j$(nproc)`, runs the labels
-# <runs> times in a row under the sanitizer options scripts/test.sh uses, prints one line per run
-# and a closing count, and stops the loops. Exits non-zero when any run failed; the failing runs'
+# Starts the given number of busy loops (one core each) beside ctest with the slots scripts/test.sh
+# gives it (two a core), runs the labels <runs> times in a row under the sanitizer options
+# scripts/test.sh uses, prints one line per run and a closing count, and stops the loops. Exits non-zero when any run failed; the failing runs'
 # logs stay in <build-dir>/stress-<n>.log.
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: $0 <build-dir> <runs> <label regex> [busy loops]" >&2; exit 2; }
@@ -27,8 +27,8 @@ for run in $(seq 1 "$runs"); do
   log="$dir/stress-$run.log"
   start=$(date +%s)
   if IDEM_SOAK_SECONDS=6 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-     ctest --test-dir "$dir" --output-on-failure --timeout 300 -j "$(nproc)" -L "$labels" >"$log" 2>&1; then
+     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:atexit_sleep_ms=0 \
+     ctest --test-dir "$dir" --output-on-failure --timeout 300 -j "$((2 * $(nproc)))" -L "$labels" >"$log" 2>&1; then
     result=passed
   else
     result="FAILED ($log)"
