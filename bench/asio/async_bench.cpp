@@ -1,8 +1,9 @@
 // bench/asio — idem::async_execute against engine::execute on the same store, in the same run:
 // first calls (unique keys) and replays (the same keys again); the blocking calls one after the
 // other on one thread, the asynchronous ones with 1, 8, 64 and 256 coroutines in flight on one
-// io_context thread. Prints ns per call and the ratio sync / async (above 1: the asynchronous
-// calls get through more per second). bench/asio/run.sh starts a redis-server for the Redis rows.
+// io_context thread. Prints ns per call, the ratio sync / async (above 1: the asynchronous
+// calls get through more per second) and the allocations per call of each side (every thread's,
+// bench/support/allocation_count.hpp). bench/asio/run.sh starts a redis-server for the Redis rows.
 //
 // Run: build/bench/idem_bench_async memory|redis:HOST:PORT [calls-per-round] [rounds] [sync|async [in-flight]]
 // The last two run one side only (and one concurrency), for counting instructions per call:
@@ -30,13 +31,23 @@
 #include <idem/redis_store.hpp>
 #endif
 
+#include "allocation_count.hpp"
+
 namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-double ns_per_call(clock_type::duration took, std::size_t calls) {
-  return std::chrono::duration<double, std::nano>(took).count() / static_cast<double>(calls);
+// One round of one side: its time and its allocations, per call.
+struct per_call {
+  double ns = 0;
+  double allocations = 0;
+};
+
+per_call measured(clock_type::time_point start, std::uint64_t allocations_before, std::size_t calls) {
+  const auto took = clock_type::now() - start;
+  return {std::chrono::duration<double, std::nano>(took).count() / static_cast<double>(calls),
+          idem::bench::allocations_per_call(allocations_before, calls)};
 }
 
 std::vector<std::string> make_keys(std::size_t count, int round) {
@@ -53,21 +64,22 @@ idem::config quiet() {
 }
 
 // engine::execute over `keys`, one after the other.
-double sync_round(idem::engine& engine, const std::vector<std::string>& keys) {
+per_call sync_round(idem::engine& engine, const std::vector<std::string>& keys) {
   long sum = 0;
+  const std::uint64_t allocations = idem::bench::allocations();
   const auto start = clock_type::now();
   for (const std::string& key : keys) {
     auto ctx = engine.make_context("Bench.sync", key);
     sum += engine.execute(ctx, [] { return 1L; }, idem::json_codec{}).value();
   }
-  const auto took = clock_type::now() - start;
+  const per_call result = measured(start, allocations, keys.size());
   if (sum != static_cast<long>(keys.size())) std::abort();
-  return ns_per_call(took, keys.size());
+  return result;
 }
 
 // async_execute over `keys` with `in_flight` coroutines on one io_context thread, each taking
 // the next key when its call ends.
-double async_round(idem::engine& engine, const std::vector<std::string>& keys, int in_flight) {
+per_call async_round(idem::engine& engine, const std::vector<std::string>& keys, int in_flight) {
   asio::io_context io(1);
   std::size_t next = 0;
   long sum = 0;
@@ -79,12 +91,15 @@ double async_round(idem::engine& engine, const std::vector<std::string>& keys, i
       sum += o.value();
     }
   };
+  // Counted from before the coroutines start: their frames are allocations of the call too (one per
+  // coroutine, not per call, at 1-256 in flight over thousands of calls).
+  const std::uint64_t allocations = idem::bench::allocations();
   const auto start = clock_type::now();
   for (int i = 0; i < in_flight; ++i) asio::co_spawn(io, worker(), asio::detached);
   io.run();
-  const auto took = clock_type::now() - start;
+  const per_call result = measured(start, allocations, keys.size());
   if (sum != static_cast<long>(keys.size())) std::abort();
-  return ns_per_call(took, keys.size());
+  return result;
 }
 
 // The store named on the command line, under a prefix of this round (Redis).
@@ -103,8 +118,9 @@ std::unique_ptr<idem::store> make_store(const std::string& spec, int round) {
   throw std::invalid_argument("unknown store '" + spec + "': memory or redis:HOST:PORT");
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
+// The median round by time (its allocations with it: they hardly vary from round to round).
+per_call median(std::vector<per_call> v) {
+  std::sort(v.begin(), v.end(), [](const per_call& a, const per_call& b) { return a.ns < b.ns; });
   return v[v.size() / 2];
 }
 
@@ -120,25 +136,27 @@ int main(int argc, char** argv) {
   if (argc > 5) concurrencies = {std::atoi(argv[5])};
   std::printf("idem_bench_async %s: %zu calls per round, median of %d rounds, one client thread\n\n", spec.c_str(),
               calls, rounds);
-  std::printf("| store | calls | in flight | engine::execute ns/call | async_execute ns/call | sync / async |\n");
-  std::printf("| --- | --- | ---: | ---: | ---: | ---: |\n");
+  std::printf("| store | calls | in flight | engine::execute ns/call | async_execute ns/call | sync / async "
+              "| execute allocations/call | async allocations/call |\n");
+  std::printf("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   for (int in_flight : concurrencies) {
-    std::vector<double> sync_first, sync_replay, async_first, async_replay;
+    std::vector<per_call> sync_first, sync_replay, async_first, async_replay;
     for (int round = 0; round < rounds; ++round) {
       const std::unique_ptr<idem::store> store = make_store(spec, in_flight * 1000 + round);
       idem::engine engine{*store, quiet()};
       const std::vector<std::string> keys = make_keys(calls, round);
-      sync_first.push_back(run_sync ? sync_round(engine, keys) : 0);
-      sync_replay.push_back(run_sync ? sync_round(engine, keys) : 0);
-      async_first.push_back(run_async ? async_round(engine, keys, in_flight) : 0);
-      async_replay.push_back(run_async ? async_round(engine, keys, in_flight) : 0);
+      sync_first.push_back(run_sync ? sync_round(engine, keys) : per_call{});
+      sync_replay.push_back(run_sync ? sync_round(engine, keys) : per_call{});
+      async_first.push_back(run_async ? async_round(engine, keys, in_flight) : per_call{});
+      async_replay.push_back(run_async ? async_round(engine, keys, in_flight) : per_call{});
     }
-    const double sf = median(sync_first), sr = median(sync_replay), af = median(async_first),
-                 ar = median(async_replay);
-    std::printf("| %s | first | %d | %.0f | %.0f | %.2fx |\n", spec.substr(0, spec.find(':')).c_str(), in_flight, sf,
-                af, sf / af);
-    std::printf("| %s | replay | %d | %.0f | %.0f | %.2fx |\n", spec.substr(0, spec.find(':')).c_str(), in_flight, sr,
-                ar, sr / ar);
+    const std::string store = spec.substr(0, spec.find(':'));
+    auto row = [&](const char* phase, const per_call& sync, const per_call& async) {
+      std::printf("| %s | %s | %d | %.0f | %.0f | %.2fx | %.1f | %.1f |\n", store.c_str(), phase, in_flight, sync.ns,
+                  async.ns, sync.ns / async.ns, sync.allocations, async.allocations);
+    };
+    row("first", median(sync_first), median(async_first));
+    row("replay", median(sync_replay), median(async_replay));
   }
   return 0;
 }

@@ -8,7 +8,8 @@
 //   idem_bench_async_redis --address 127.0.0.1:6379 [--calls 4000] [--in-flight 1,8,64,256] [--rows a,b]
 //                          [--replays 1]
 //
-// Every measurement line: RESULT <row> <in flight> <phase> <ops/s> <p50 us> <p99 us>, rows
+// Every measurement line: RESULT <row> <in flight> <phase> <ops/s> <p50 us> <p99 us> <allocations/call>
+// (every thread's: the store's reply thread too; bench/support/allocation_count.hpp), rows
 // idem-async (replies read by the store's own thread), idem-async+loop (read on the io_context's thread:
 // options.event_loop), idem-sync (in flight 1 only) and hiredis-pipelined; phases first (unique keys) and
 // replay (the same keys again; --replays K passes of them, for the instructions of replays alone:
@@ -35,6 +36,7 @@
 #include <idem/idem.hpp>
 #include <idem/redis_store.hpp>
 
+#include "allocation_count.hpp"
 #include "bench_support.hpp"
 #include "scripts.hpp"  // runtime/redis: the store's scripts, for the floor
 
@@ -58,13 +60,15 @@ struct settings {
 };
 
 void report(const std::string& row, int in_flight, const std::string& phase, const sample& s) {
-  std::printf("RESULT %s %d %s %.0f %.1f %.1f\n", row.c_str(), in_flight, phase.c_str(), s.ops_per_second, s.p50_us,
-              s.p99_us);
+  std::printf("RESULT %s %d %s %.0f %.1f %.1f %.1f\n", row.c_str(), in_flight, phase.c_str(), s.ops_per_second,
+              s.p50_us, s.p99_us, s.allocations_per_call);
   std::fflush(stdout);
 }
 
-sample summarise(std::vector<double>& latencies, clock_type::duration took) {
+// The phase's figures; `allocations_before` is idem::bench::allocations() when it began.
+sample summarise(std::vector<double>& latencies, clock_type::duration took, std::uint64_t allocations_before) {
   sample s;
+  s.allocations_per_call = idem::bench::allocations_per_call(allocations_before, latencies.size());
   s.ops_per_second = static_cast<double>(latencies.size()) / std::chrono::duration<double>(took).count();
   s.p50_us = percentile(latencies, 0.50);
   s.p99_us = percentile(latencies, 0.99);
@@ -118,15 +122,17 @@ sample async_phase(asio::io_context& io, idem::engine& engine, const std::vector
     // keep the io_context busy for up to 50 ms more).
     if (--running == 0) last_done = clock_type::now();
   };
+  const std::uint64_t allocations = idem::bench::allocations();
   const auto start = clock_type::now();
   for (int i = 0; i < in_flight; ++i) asio::co_spawn(io, worker(), [](std::exception_ptr e) { if (e) std::rethrow_exception(e); });
   io.run();
-  return summarise(latencies, last_done - start);
+  return summarise(latencies, last_done - start, allocations);
 }
 
 sample sync_phase(idem::engine& engine, const std::vector<std::string>& keys, long& executions, bool expect_replay) {
   std::vector<double> latencies;
   latencies.reserve(keys.size());
+  const std::uint64_t allocations = idem::bench::allocations();
   const auto start = clock_type::now();
   for (const std::string& key : keys) {
     const auto began = clock_type::now();
@@ -141,7 +147,7 @@ sample sync_phase(idem::engine& engine, const std::vector<std::string>& keys, lo
     if (o.is_replay() != expect_replay || o.value().order_id != key) throw std::runtime_error("wrong answer");
     latencies.push_back(micros_since(began));
   }
-  return summarise(latencies, clock_type::now() - start);
+  return summarise(latencies, clock_type::now() - start, allocations);
 }
 
 std::vector<std::string> make_keys(int calls, int in_flight) {
@@ -215,6 +221,7 @@ class pipelined_floor {
       send_acquire(keys[next], tokens[next]);
       sent.push_back({next++, false, clock_type::now()});
     };
+    const std::uint64_t allocations = idem::bench::allocations();
     const auto start = clock_type::now();
     while (next < keys.size() && sent.size() < static_cast<std::size_t>(in_flight)) start_call();
     while (!sent.empty()) {
@@ -240,13 +247,15 @@ class pipelined_floor {
       latencies.push_back(micros_since(done.began));
       if (next < keys.size()) start_call();
     }
-    return summarise(latencies, clock_type::now() - start);
+    return summarise(latencies, clock_type::now() - start, allocations);
   }
 
  private:
   void send(std::initializer_list<std::string_view> args) {
     std::vector<const char*> argv;
     std::vector<std::size_t> lens;
+    argv.reserve(args.size());
+    lens.reserve(args.size());
     for (std::string_view a : args) {
       argv.push_back(a.data());
       lens.push_back(a.size());

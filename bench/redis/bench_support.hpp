@@ -39,6 +39,7 @@ struct sample {
   double ops_per_second = 0;
   double p50_us = 0;
   double p99_us = 0;
+  double allocations_per_call = -1;  // every thread's (bench/support/allocation_count.hpp); < 0: not counted
 };
 
 inline double percentile(std::vector<double>& v, double p) {
