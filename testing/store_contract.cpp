@@ -584,6 +584,31 @@ TEST_CASE("contract: a zero wait on a held key answers in flight at once", "[con
   CHECK(elapsed < 3s);
 }
 
+// Beyond the reference: store::try_acquire_at_once, what an asynchronous call asks first.
+TEST_CASE("contract: an answer at once is try_acquire's own, or none, and never waits for a holder", "[contract]") {
+  auto store = make_store();
+  const auto id = fresh_identity("at-once");
+  const idem::context waits = standard_context(id);  // a 5 s wait
+  std::optional<idem::acquire_result> claim = store->try_acquire_at_once(waits);
+  // Only a store whose operations stay in this process grants a claim at once.
+  if (claim) CHECK(store->in_process());
+  const idem::lease_token token = require_acquired(claim ? *claim : store->try_acquire(waits));
+
+  const stopwatch watch;
+  CHECK_FALSE(store->try_acquire_at_once(waits).has_value());  // it would wait for the holder
+  const std::optional<idem::acquire_result> zero_wait =
+      store->try_acquire_at_once(validated({.id = id, .ttl = 1h, .lease = 5s, .wait = 0ms}));
+  if (zero_wait) require_in_flight(*zero_wait);
+  INFO("answered after " << watch.elapsed().count() << " ms");
+  CHECK(watch.elapsed() < 3s);
+  CHECK(store->waiting() == 0);
+
+  store->complete(id, token, sample_payload(), 1h);
+  const std::optional<idem::acquire_result> replay = store->try_acquire_at_once(waits);
+  if (store->in_process()) CHECK(replay.has_value());
+  if (replay) CHECK(require_duplicate(*replay).value == sample_payload());
+}
+
 // ref 32
 TEST_CASE("contract: retry_after is the remaining lease of the holder and not the wait of the caller",
           "[contract]") {

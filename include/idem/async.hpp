@@ -9,13 +9,17 @@
 #include <mutex>
 #include <thread>
 
+#include <idem/detail/small_function.hpp>
+
 namespace idem {
 
-// Called exactly once with the error (then the value is a placeholder) or with the value.
+// Called exactly once with the error (then the value is a placeholder) or with the value. Built
+// from any copyable callable, like std::function, but one of up to 48 bytes (a lambda capturing a
+// std::shared_ptr and a few more words) is kept in place: no allocation per step of a call.
 template <class T>
-using async_handler = std::function<void(std::exception_ptr, T)>;
+using async_handler = detail::small_function<void(std::exception_ptr, T)>;
 // The same for an operation without a value.
-using async_done = std::function<void(std::exception_ptr)>;
+using async_done = detail::small_function<void(std::exception_ptr)>;
 
 // idem::cancellation
 //

@@ -89,7 +89,7 @@ outcome<T> outcome_of(raw_outcome& raw, const Codec& codec, Value& value) {
 
 // An asynchronous action as engine::async_run starts it: it calls `finished` once, with what the
 // action threw or null, from any thread.
-using async_action = std::function<void(async_done finished)>;
+using async_action = detail::small_function<void(async_done finished)>;
 
 // idem::engine
 //
@@ -167,6 +167,14 @@ class engine {
   // commits or rolls it back.
   void async_run(context ctx, transaction& tx, async_action action, std::function<payload()> encode,
                  cancellation* cancel, async_handler<detail::raw_outcome> done);
+
+  // For adapters to event loops: async_run's call without a transaction, made on this thread when
+  // it needs no wait and no I/O (the store answers at once: store::try_acquire_at_once). Then runs
+  // `action` here if the claim is granted, and returns the raw outcome, throwing what execute()
+  // throws; otherwise returns nullopt having done nothing, and the caller calls async_run. A
+  // thread's active transaction is not looked at, as async_run does not look at it.
+  [[nodiscard]] std::optional<detail::raw_outcome> run_at_once(const context& ctx, detail::function_ref<void()> action,
+                                                               detail::function_ref<payload()> encode);
 
   friend void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);
 

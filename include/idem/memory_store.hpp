@@ -41,6 +41,8 @@ class memory_store final : public store {
   memory_store& operator=(const memory_store&) = delete;
 
   acquire_result try_acquire(const context& ctx) override;
+  // Always an answer, except when ctx waits for a holder.
+  std::optional<acquire_result> try_acquire_at_once(const context& ctx) override;
   void complete(const identity& id, const lease_token& token, const payload& value,
                 std::chrono::milliseconds ttl) override;
   void release(const identity& id, const lease_token& token) override;
@@ -66,6 +68,12 @@ class memory_store final : public store {
   // The shard owning the records whose identities hash to `hash` (identity::hash).
   shard& shard_for(std::size_t hash) const;
 
+  // Under the shard's lock: looks at ctx's record once. Returns true with `answered` set when the
+  // claim is answered without waiting (a zero wait answers in flight); false when it would wait for
+  // the holder, whose lease runs until `held_until` (`now`: the clock's reading).
+  static bool look_once_locked(shard& s, const context& ctx, acquire_result& answered,
+                               std::chrono::steady_clock::time_point& held_until,
+                               std::chrono::steady_clock::time_point& now);
   // Looks at ctx's record once. Returns true with `answered` set, or registers a waiter whose
   // handler `make_handler` builds (called only then) and returns false: the handler runs once,
   // from the thread that completes, releases or purges the record, from the timer thread, or from

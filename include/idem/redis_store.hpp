@@ -125,6 +125,8 @@ class redis_store final : public store {
   // foreign_record_error (the key holds data idem did not write; it is left untouched),
   // corrupt_record_error (an unknown record format) and durability_error.
   acquire_result try_acquire(const context& ctx) override;
+  // A replay from the local cache (options.local_cache), else nullopt: never a round trip.
+  std::optional<acquire_result> try_acquire_at_once(const context& ctx) override;
 
   // One round trip. Throws lease_lost_error as the store interface says, plus the errors above.
   void complete(const identity& id, const lease_token& token, const payload& value,

@@ -86,6 +86,13 @@ class store {
   // trip). Precondition: ctx.validate() passed.
   [[nodiscard]] virtual acquire_result try_acquire(const context& ctx) = 0;
 
+  // try_acquire's answer when the store has it at hand, with no wait and no I/O: nullopt when it
+  // would need either (a holder to wait for, a round trip). What engine::run_at_once asks first, so
+  // that an asynchronous call answered at once costs what a blocking one costs. Only a store that
+  // is in_process() may answer `acquired` (the engine then completes on the caller's thread);
+  // another may answer from a copy of its own (a replay from a local cache). The default: nullopt.
+  [[nodiscard]] virtual std::optional<acquire_result> try_acquire_at_once(const context& ctx);
+
   // In progress under `token` -> complete with `value`, replayable for `ttl` from now.
   // Throws lease_lost_error if the record is absent, complete, or held under another token.
   virtual void complete(const identity& id, const lease_token& token, const payload& value,

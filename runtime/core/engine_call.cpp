@@ -48,6 +48,16 @@ raw_outcome engine_core::run(const context& ctx, function_ref<void()> action, fu
   return answer;
 }
 
+std::optional<raw_outcome> engine_core::run_at_once(const context& ctx, function_ref<void()> action,
+                                                   function_ref<payload()> encode) {
+  ctx.validate();
+  // A join-transaction call is refused by async_run, which has the transaction to say why.
+  if (ctx.completion == completion_mode::join_transaction) return std::nullopt;
+  std::optional<raw_outcome> answer = store_.try_acquire_at_once(ctx);
+  if (answer && !answered(ctx, *answer)) *answer = run_alone(ctx, std::get<acquired>(*answer).token, action, encode);
+  return answer;
+}
+
 bool engine_core::answered(const context& ctx, acquire_result& claim) {
   if (auto* d = std::get_if<duplicate>(&claim)) {
     notify(hooks_, "on_duplicate", ctx, [&](lifecycle_listener& l) { l.on_duplicate(ctx, d->value, d->completed_at); });

@@ -22,6 +22,9 @@ class engine_core : public std::enable_shared_from_this<engine_core> {
 
   // engine::execute's call, type-erased; see engine.hpp.
   raw_outcome run(const context& ctx, function_ref<void()> action, function_ref<payload()> encode);
+  // engine::run_at_once; see engine.hpp.
+  std::optional<raw_outcome> run_at_once(const context& ctx, function_ref<void()> action,
+                                         function_ref<payload()> encode);
   // engine::async_run's calls (`tx` null: outside a transaction); see engine.hpp.
   void async_run(context ctx, transaction* tx, async_action action, std::function<payload()> encode,
                  cancellation* cancel, async_handler<raw_outcome> done);

@@ -114,6 +114,11 @@ async_done measured_store::measured(store_operation op, async_done done) {
   };
 }
 
+std::optional<acquire_result> measured_store::try_acquire_at_once(const context& ctx) {
+  if (!series_.timed) return backing_.try_acquire_at_once(ctx);
+  return std::nullopt;
+}
+
 acquire_result measured_store::try_acquire(const context& ctx) {
   if (!series_.timed) return backing_.try_acquire(ctx);
   duration_histogram& latency = *series_.latency[static_cast<std::size_t>(store_operation::acquire)];

@@ -41,6 +41,8 @@ class measured_store final : public store {
   measured_store(store& backing, std::shared_ptr<metrics> target);
 
   [[nodiscard]] acquire_result try_acquire(const context& ctx) override;
+  // The backing store's when it is not timed; a timed store's claims take the measured paths.
+  [[nodiscard]] std::optional<acquire_result> try_acquire_at_once(const context& ctx) override;
   void complete(const identity& id, const lease_token& token, const payload& value,
                 std::chrono::milliseconds ttl) override;
   void release(const identity& id, const lease_token& token) override;

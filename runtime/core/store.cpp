@@ -30,6 +30,8 @@ std::string store::join_problem(const transaction&) const {
                      name());
 }
 
+std::optional<acquire_result> store::try_acquire_at_once(const context&) { return std::nullopt; }
+
 // The default asynchronous operations: the blocking ones, on the shared pool. The store object
 // outlives the operation (the interface's rule), so the tasks capture `this`.
 

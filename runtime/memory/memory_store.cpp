@@ -137,6 +137,15 @@ acquire_result memory_store::try_acquire(const context& ctx) {
   return answer;
 }
 
+std::optional<acquire_result> memory_store::try_acquire_at_once(const context& ctx) {
+  shard& s = shard_for(ctx.id.hash());
+  std::optional<acquire_result> answer(std::in_place, in_flight{});
+  std::lock_guard lock(s.mutex);
+  steady::time_point held_until{}, now{};
+  if (!look_once_locked(s, ctx, *answer, held_until, now)) answer.reset();
+  return answer;
+}
+
 void memory_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
   bool handed_over = false;
   bool answered = false;

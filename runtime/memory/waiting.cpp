@@ -100,6 +100,16 @@ void memory_store::on_cancel(shard& s, const std::weak_ptr<waiter>& who) {
   answer(ready);
 }
 
+bool memory_store::look_once_locked(shard& s, const context& ctx, acquire_result& answered,
+                                    steady::time_point& held_until, steady::time_point& now) {
+  clock_reading clock;
+  if (look(s.records, ctx, clock, answered, held_until)) return true;
+  now = clock.now();
+  if (ctx.wait > std::chrono::milliseconds::zero()) return false;
+  answered = in_flight{remaining_lease(held_until, now)};
+  return true;
+}
+
 bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
                                 detail::function_ref<async_handler<acquire_result>()> make_handler,
                                 acquire_result& answered) {
@@ -107,14 +117,8 @@ bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
   std::shared_ptr<waiter> refused;  // cancelled before it could wait
   {
     std::lock_guard lock(s.mutex);
-    clock_reading clock;
-    steady::time_point held_until{};
-    if (look(s.records, ctx, clock, answered, held_until)) return true;
-    const steady::time_point now = clock.now();
-    if (ctx.wait <= std::chrono::milliseconds::zero()) {
-      answered = in_flight{remaining_lease(held_until, now)};
-      return true;
-    }
+    steady::time_point held_until{}, now{};
+    if (look_once_locked(s, ctx, answered, held_until, now)) return true;
     auto w = std::make_shared<waiter>(ctx, cancel, make_handler());
     w->deadline = saturating_add(now, ctx.wait);
     if (cancel != nullptr &&

@@ -240,6 +240,12 @@ void redis_store::impl::async_release_record(const identity& id, const std::stri
   });
 }
 
+std::optional<acquire_result> redis_store::try_acquire_at_once(const context& ctx) {
+  impl& d = *impl_;
+  if (!d.cache) return std::nullopt;
+  return d.cached(ctx, d.key_of(ctx.id), steady::now());
+}
+
 void redis_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
   impl& d = *impl_;
   // A claim must wait for its replicas, which the script cannot carry: the blocking path.

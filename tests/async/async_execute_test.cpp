@@ -229,6 +229,57 @@ TEST_CASE("a deferred call keeps its own context: the caller's may be gone when 
   CHECK(again.value() == 9);
 }
 
+// From a coroutine (use_awaitable) the call is a coroutine of its own that suspends only to wait:
+// the memory store answers at once, so the first call runs and the second replays before the
+// handler queued ahead of them gets its turn. The awaitable keeps its own context, as a deferred
+// call does.
+TEST_CASE("from a coroutine, a call the store answers at once completes without a trip through the queue") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  std::vector<std::string> order;
+  const std::string key(40, 'k');  // beyond the short-string buffer: the context's copy is on the heap
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        asio::post(io, [&] { order.push_back("queued"); });
+        auto first = [&] {
+          const idem::context ctx = engine.make_context("At.once", key);
+          return idem::async_execute(engine, ctx, [] { return 1L; }, idem::json_codec{}, asio::use_awaitable);
+        }();
+        const idem::outcome<long> ran = co_await std::move(first);
+        const idem::outcome<long> again = co_await idem::async_execute(
+            engine, engine.make_context("At.once", key), [] { return 2L; }, idem::json_codec{}, asio::use_awaitable);
+        CHECK(ran.ran());
+        CHECK(again.is_replay());
+        CHECK(again.value() == 1);
+        order.push_back("answered");
+      },
+      asio::detached);
+  io.run();
+  CHECK(order == std::vector<std::string>{"answered", "queued"});
+}
+
+// Any other token keeps Asio's rule: an answer at hand is queued, never handed over inside the
+// initiating function.
+TEST_CASE("a callback answered at once runs through the executor's queue, after the initiating function") {
+  idem::memory_store store;
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  bool initiating = true;
+  int inside = 0, after = 0;
+  for (int i = 0; i < 2; ++i) {  // the first call runs its action, the second replays
+    idem::async_execute(engine, engine.make_context("At.once.callback", "k"), [] { return 3L; }, idem::json_codec{},
+                        asio::bind_executor(io, [&](std::exception_ptr e, idem::outcome<long> o) {
+                          if (!e && o.value() == 3) ++(initiating ? inside : after);
+                        }));
+  }
+  initiating = false;
+  io.run();
+  CHECK(inside == 0);
+  CHECK(after == 2);
+}
+
 TEST_CASE("bad input is the synchronous call's exception, through the token, before anything is acquired") {
   idem::memory_store store;
   idem::engine engine{store, quiet_config()};
@@ -407,6 +458,60 @@ TEST_CASE("a memory store destroyed with waiters pending answers them store_unav
   REQUIRE(store->waiting() == 10);
   store.reset();
   CHECK(unavailable == 10);
+}
+
+// A store that loses a call destroys its handler uncalled. The call is then over: what it held
+// is freed with the handler (LeakSanitizer checks that in the sanitized build), no work is counted
+// for it (io.run() returns), and its heartbeat is gone, so its lease lapses and another caller
+// takes the record over. Every completion form: a coroutine's and a callback's.
+TEST_CASE("a store that drops a handler uncalled: the call ends with it, nothing leaks, its lease lapses") {
+  idem::test::faulty_store store;
+  std::atomic<int> dropped{0};
+  store.keep_async_complete = [&](const idem::identity&) {
+    ++dropped;
+    return false;
+  };
+  store.keep_async_acquire = [&](const idem::context& ctx) {
+    if (ctx.id.key() != "claim") return true;
+    ++dropped;
+    return false;
+  };
+  idem::engine engine{store, quiet_config()};
+  asio::io_context io;
+  int resumed = 0, called = 0;
+  const auto options = idem::call_options{.lease = 300ms};
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        [[maybe_unused]] auto o = co_await idem::async_execute(
+            engine, engine.make_context("Dropped", "coroutine", options), [] { return 1L; }, idem::json_codec{},
+            asio::use_awaitable);
+        ++resumed;
+      },
+      asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        [[maybe_unused]] auto o = co_await idem::async_execute(
+            engine, engine.make_context("Dropped", "claim", options), [] { return 1L; }, idem::json_codec{},
+            asio::use_awaitable);
+        ++resumed;
+      },
+      asio::detached);
+  idem::async_execute(engine, engine.make_context("Dropped", "callback", options), [] { return 1L; },
+                      idem::json_codec{},
+                      asio::bind_executor(io, [&](std::exception_ptr, idem::outcome<long>) { ++called; }));
+  io.run();  // returns: nothing is left to wait for
+  CHECK(dropped == 3);
+  CHECK(resumed == 0);
+  CHECK(called == 0);
+  for (const char* key : {"coroutine", "callback"}) {
+    // Nobody extends the lease any more: a caller that waits for the holder takes the record over
+    // once it lapses (a heartbeat still running would keep it held past this wait).
+    auto taken = store.try_acquire(engine.make_context("Dropped", key, {.lease = 300ms, .wait = 10s}));
+    REQUIRE(std::holds_alternative<idem::acquired>(taken));
+    CHECK(std::get<idem::acquired>(taken).took_over);
+  }
 }
 
 namespace {

@@ -28,9 +28,14 @@ class faulty_store final : public store {
   // Set: asynchronous claims go to the inner store's own asynchronous path, this hook seeing each
   // one first with the cancellation it was handed (null: none). Unset: store's default path.
   std::function<void(const context&, const cancellation*)> before_async_acquire;
+  // Set and answering false: the asynchronous operation's handler is destroyed uncalled and the
+  // operation does nothing (a store that lost a call); true: the store's default path.
+  std::function<bool(const context&)> keep_async_acquire;
+  std::function<bool(const identity&)> keep_async_complete;
 
   acquire_result try_acquire(const context& ctx) override { return inner_.try_acquire(ctx); }
   void async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) override {
+    if (keep_async_acquire && !keep_async_acquire(ctx)) return drop(std::move(done));
     if (!before_async_acquire) return store::async_try_acquire(ctx, cancel, std::move(done));
     before_async_acquire(ctx, cancel);
     inner_.async_try_acquire(ctx, cancel, std::move(done));
@@ -39,6 +44,11 @@ class faulty_store final : public store {
                 std::chrono::milliseconds ttl) override {
     if (before_complete) before_complete(id);
     inner_.complete(id, token, value, ttl);
+  }
+  void async_complete(const identity& id, const lease_token& token, const payload& value,
+                      std::chrono::milliseconds ttl, async_done done) override {
+    if (keep_async_complete && !keep_async_complete(id)) return drop(std::move(done));
+    store::async_complete(id, token, value, ttl, std::move(done));
   }
   void release(const identity& id, const lease_token& token) override {
     if (before_release) before_release(id);
@@ -67,6 +77,11 @@ class faulty_store final : public store {
   std::string_view name() const noexcept override { return inner_.name(); }
 
  private:
+  template <class Handler>
+  static void drop(Handler handler) {
+    Handler gone = std::move(handler);  // destroyed here, never called
+  }
+
   memory_store own_;
   store& inner_;
 };
