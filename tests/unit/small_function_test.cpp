@@ -27,7 +27,7 @@ auto large_lambda(std::shared_ptr<int> kept) {
 
 }  // namespace
 
-TEST_CASE("a step's callable is kept in place; a larger one, or one whose move may throw, is not") {
+TEST_CASE("a step callable is kept in place, and a larger one or one whose move may throw is not") {
   STATIC_REQUIRE(handler::keeps_in_place<decltype(step_lambda(nullptr))>);
   STATIC_REQUIRE_FALSE(handler::keeps_in_place<decltype(large_lambda(nullptr))>);
   struct throwing_move {
