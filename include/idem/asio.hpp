@@ -119,6 +119,10 @@ auto track_work(const Executor& executor) {
   }
 }
 
+// What a call keeps of its action's result: T, or bool ("the void action returned").
+template <class T>
+using stored_value = std::conditional_t<std::is_void_v<T>, bool, T>;
+
 // Runs a plain (not coroutine) action, leaving what it returned in `value`: true for an action
 // returning nothing.
 template <class T, class Action, class Stored>
@@ -149,7 +153,7 @@ template <class Derived, class T, class Executor, class Action, class Codec>
 class call_steps : public std::enable_shared_from_this<Derived> {
  public:
   using executor_type = Executor;
-  using stored = std::conditional_t<std::is_void_v<T>, bool, T>;  // bool: "the void action returned"
+  using stored = stored_value<T>;
 
   call_steps(Executor executor, Action action, Codec codec)
       : executor_(std::move(executor)), action_(std::move(action)), codec_(std::move(codec)) {}
@@ -498,7 +502,7 @@ auto initiate_with_token(engine& eng, const context& ctx, transaction* tx, Actio
 // at once (engine::run_at_once); nullopt, having done nothing, otherwise.
 template <class T, class Action, class Codec>
 std::optional<outcome<T>> run_at_once(engine& eng, const context& ctx, Action& action, const Codec& codec) {
-  std::optional<std::conditional_t<std::is_void_v<T>, bool, T>> value;
+  std::optional<stored_value<T>> value;
   auto run = [&] { run_plain<T>(action, value); };
   auto encode = [&]() -> payload { return encoded<T>(codec, value); };
   std::optional<detail::raw_outcome> raw = eng.run_at_once(ctx, run, encode);
@@ -509,7 +513,7 @@ std::optional<outcome<T>> run_at_once(engine& eng, const context& ctx, Action& a
 // A coroutine's call (use_awaitable_t<Executor>): a coroutine of its own, which suspends only to
 // wait. `ctx`, `action` and `codec` are its own copies, as async_initiate's would be. A plain
 // action outside a transaction whose store answers at once runs at once, as execute() would run
-// it: nothing is allocated for the call, and nothing suspends.
+// it: nothing suspends, and nothing is allocated beyond what execute() allocates.
 template <class T, class Executor, class Action, class Codec>
 boost::asio::awaitable<outcome<T>, Executor> execute_in_coroutine(engine& eng, context ctx, transaction* tx,
                                                                   Action action, Codec codec) {

@@ -480,24 +480,17 @@ TEST_CASE("a store that drops a handler uncalled: the call ends with it, nothing
   asio::io_context io;
   int resumed = 0, called = 0;
   const auto options = idem::call_options{.lease = 300ms};
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        [[maybe_unused]] auto o = co_await idem::async_execute(
-            engine, engine.make_context("Dropped", "coroutine", options), [] { return 1L; }, idem::json_codec{},
-            asio::use_awaitable);
-        ++resumed;
-      },
-      asio::detached);
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        [[maybe_unused]] auto o = co_await idem::async_execute(
-            engine, engine.make_context("Dropped", "claim", options), [] { return 1L; }, idem::json_codec{},
-            asio::use_awaitable);
-        ++resumed;
-      },
-      asio::detached);
+  for (const char* key : {"coroutine", "claim"}) {
+    asio::co_spawn(
+        io,
+        [&, key]() -> asio::awaitable<void> {
+          [[maybe_unused]] auto o = co_await idem::async_execute(
+              engine, engine.make_context("Dropped", key, options), [] { return 1L; }, idem::json_codec{},
+              asio::use_awaitable);
+          ++resumed;
+        },
+        asio::detached);
+  }
   idem::async_execute(engine, engine.make_context("Dropped", "callback", options), [] { return 1L; },
                       idem::json_codec{},
                       asio::bind_executor(io, [&](std::exception_ptr, idem::outcome<long>) { ++called; }));
