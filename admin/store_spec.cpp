@@ -51,7 +51,7 @@ std::string store_spec_choices() {
   return choices;
 }
 
-std::unique_ptr<store> open_store(std::string_view spec, [[maybe_unused]] bool create_schema) {
+std::unique_ptr<store> open_store(std::string_view spec, [[maybe_unused]] const store_opening& how) {
   if (spec == "memory") return std::make_unique<memory_store>();
 #ifdef IDEM_ADMIN_WITH_SQLITE
   if (starts_with(spec, "sqlite:")) {
@@ -63,8 +63,9 @@ std::unique_ptr<store> open_store(std::string_view spec, [[maybe_unused]] bool c
   if (starts_with(spec, "postgres:")) {
     postgres_store_options o;
     o.conninfo = std::string(spec.substr(9));
+    o.event_loop = how.event_loop;
     auto s = std::make_unique<postgres_store>(o);
-    if (create_schema) s->create_schema();
+    if (how.create_schema) s->create_schema();
     return s;
   }
 #endif
@@ -72,6 +73,7 @@ std::unique_ptr<store> open_store(std::string_view spec, [[maybe_unused]] bool c
   if (starts_with(spec, "redis:")) {
     redis_store_options o;
     std::tie(o.host, o.port) = host_port(spec.substr(6), "redis");
+    o.event_loop = how.event_loop;
     return std::make_unique<redis_store>(o);
   }
   if (starts_with(spec, "redis-cluster:")) {
@@ -88,6 +90,7 @@ std::unique_ptr<store> open_store(std::string_view spec, [[maybe_unused]] bool c
     std::tie(o.host, o.port) = host_port(nodes.front(), "redis-cluster");
     o.cluster.enabled = true;
     o.cluster.seeds.assign(nodes.begin() + 1, nodes.end());
+    o.event_loop = how.event_loop;
     return std::make_unique<redis_store>(o);
   }
 #endif

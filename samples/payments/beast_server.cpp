@@ -33,7 +33,7 @@ namespace asio = boost::asio;
 using idem::http::beast::request_type;
 using idem::http::beast::response_type;
 
-int serve_with_beast(idem::engine& engine, const idem::metrics& metrics, PaymentController& controller, int port,
+int serve_with_beast(asio::io_context& io, idem::engine& engine, const idem::metrics& metrics, PaymentController& controller, int port,
                      int threads, const sigset_t& stop_signals) {
   BeastPayments beast_payments{controller};
   idem::http::beast::router routes;
@@ -50,7 +50,6 @@ int serve_with_beast(idem::engine& engine, const idem::metrics& metrics, Payment
     co_return to_response(controller.find(target.substr(std::string_view("/payments/").size())));
   });
 
-  asio::io_context io{threads};
   asio::ip::tcp::acceptor acceptor{io};
   boost::system::error_code ec;
   acceptor.open(asio::ip::tcp::v4(), ec);

@@ -3,6 +3,8 @@
 
 #include <csignal>
 
+#include <boost/asio/io_context.hpp>
+
 #include <idem/engine.hpp>
 #include <idem/metrics.hpp>
 
@@ -10,10 +12,10 @@
 
 namespace payments {
 
-// Serves the API on 127.0.0.1:`port` (0: a free one) with `threads` io_context threads until one
+// Serves the API on 127.0.0.1:`port` (0: a free one) with `threads` threads running `io` until one
 // of `stop_signals` arrives (they are blocked in every thread: sigwait takes them). Prints
 // `listening on 127.0.0.1:PORT` first. Returns the process's exit code.
-int serve_with_beast(idem::engine& engine, const idem::metrics& metrics, PaymentController& controller, int port,
+int serve_with_beast(boost::asio::io_context& io, idem::engine& engine, const idem::metrics& metrics, PaymentController& controller, int port,
                      int threads, const sigset_t& stop_signals);
 
 }  // namespace payments

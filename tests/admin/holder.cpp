@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   const std::string mode = argv[5];
   const std::string result = argv[6];
   try {
-    auto store = idem::admin::open_store(argv[1], true);
+    auto store = idem::admin::open_store(argv[1], {.create_schema = true});
     idem::engine engine{*store};
     const auto ctx = engine.make_context(argv[2], argv[3],
                                          {.lease = std::chrono::milliseconds(std::stoll(argv[4])),
