@@ -7,6 +7,8 @@
 //   idem-admin --store SPEC [--json] purge
 //   idem-admin --store SPEC [--json] stats
 //
+// --store and --json may also follow the subcommand and its arguments.
+//
 // The key is client data: it is hashed the way the library hashes it and never printed back;
 // records print as Scope/#xxxxxxxx. A conninfo's password never appears in output or errors.
 #include <CLI/CLI.hpp>
@@ -41,6 +43,9 @@ int main(int argc, char** argv) {
   CLI::App app{"idem-admin: inspect, list, release and purge idem's idempotency records"};
   app.footer(std::string(exit_codes) + "\nStores: --store " + idem::admin::store_spec_choices());
   app.require_subcommand(1);
+  // Global options after the subcommand too (`idem-admin inspect S K --store X --json`), as git and
+  // kubectl take them. Set before the subcommands are added: they inherit it.
+  app.fallthrough();
   std::string spec;
   bool json = false;
   app.add_option("--store", spec, "the store: " + idem::admin::store_spec_choices())->required();

@@ -81,13 +81,22 @@ grep -q '"state": "completed"' "$work/out" || fail "inspect --json: state"
 grep -q '"payload_type": "application/json"' "$work/out" || fail "inspect --json: payload type"
 adm 0 inspect "$scope" "$key_done" --payload
 grep -q 'first-result' "$work/out" || fail "inspect --payload: no payload"
+# Global options after the subcommand and its arguments, as git and kubectl take them.
+rc=0
+"$admin" inspect "$scope" "$key_done" --json --store "$store" >"$work/out" 2>"$work/err" || rc=$?
+cat "$work/out" "$work/err" >>"$work/all"
+[[ "$rc" == 0 ]] || fail "idem-admin inspect ... --json --store exited $rc: $(cat "$work/err")"
+grep -q '"state": "completed"' "$work/out" || fail "inspect with --json after the subcommand: not JSON"
+adm 0 stats --json
+grep -q '"completed": ' "$work/out" || fail "stats with --json after the subcommand"
 adm 1 inspect "$scope" "absent-key-$run_id"
 adm 4 release "$scope" "$key_done"  # complete: never released
 grep -q "complete" "$work/err" || fail "release of a complete record: no reason given"
 
 # A holder SIGKILLed while it holds its record: the record stays in progress; release is refused
-# while the lease lives and accepted once it lapsed.
-start_holder killed "$key_killed" 1500 never
+# while the lease lives and accepted once it lapsed. The lease outlasts two idem-admin runs on a
+# loaded machine (a sanitized build's start-up alone can take a second there).
+start_holder killed "$key_killed" 5000 never
 killed=$held_by
 kill -KILL "$killed"
 wait "$killed" 2>/dev/null || true
