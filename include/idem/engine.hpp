@@ -27,7 +27,7 @@
 #include <idem/codec.hpp>
 #include <idem/config.hpp>
 #include <idem/context.hpp>
-#include <idem/detail/function_ref.hpp>
+#include <idem/function_ref.hpp>
 #include <idem/errors.hpp>
 #include <idem/listener.hpp>
 #include <idem/log.hpp>
@@ -58,10 +58,13 @@ namespace detail {
 class engine_core;
 class periodic_purge;
 struct policy_info;
-// What the engine's type-erased core hands back to execute<T>: the store's answer to the claim as
-// the store wrote it, a duplicate or in_flight (so a replay's payload is written once, by the store,
-// and never moved), or `acquired` once the claim's action has run and its result is stored. Never
-// fingerprint_mismatch: that is thrown.
+}  // namespace detail
+
+// What the engine's type-erased calls (engine::async_run, engine::run_at_once) answer, before
+// the typed outcome<T> is made of it: the store's answer to the claim as the store wrote it, a
+// duplicate or in_flight (so a replay's payload is written once, by the store, and never moved),
+// or `action_ran` once the claim's action has run and its result is stored. Never
+// fingerprint_mismatch: that is thrown. For adapters to event loops; outcome_of makes the outcome.
 using raw_outcome = acquire_result;
 // The raw_outcome of a call whose action ran.
 inline constexpr acquired action_ran{};
@@ -85,7 +88,6 @@ outcome<T> outcome_of(raw_outcome& raw, const Codec& codec, Value& value) {
     return executed<T>{std::move(*value)};
   }
 }
-}  // namespace detail
 
 // An asynchronous action as engine::async_run starts it: it calls `finished` once, with what the
 // action threw or null, from any thread.
@@ -156,7 +158,7 @@ class engine {
   // (it keeps what it uses, `ctx` included: pass an rvalue to spare a copy); the store must outlive
   // every call.
   void async_run(context ctx, async_action action, std::function<payload()> encode, cancellation* cancel,
-                 async_handler<detail::raw_outcome> done);
+                 async_handler<raw_outcome> done);
   // The same inside `tx` (a transaction bound to a thread does not survive a co_await, so an
   // asynchronous call is handed its transaction): execute()'s semantics under a transaction. With
   // completion_mode::join_transaction the store must be able to join `tx` (asked with
@@ -166,15 +168,15 @@ class engine {
   // stay open, and be used by nothing but the call's action, until `done` ran; then the caller
   // commits or rolls it back.
   void async_run(context ctx, transaction& tx, async_action action, std::function<payload()> encode,
-                 cancellation* cancel, async_handler<detail::raw_outcome> done);
+                 cancellation* cancel, async_handler<raw_outcome> done);
 
   // For adapters to event loops: async_run's call without a transaction, made on this thread when
   // it needs no wait and no I/O (the store answers at once: store::try_acquire_at_once). Then runs
   // `action` here if the claim is granted, and returns the raw outcome, throwing what execute()
   // throws; otherwise returns nullopt having done nothing, and the caller calls async_run. A
   // thread's active transaction is not looked at, as async_run does not look at it.
-  [[nodiscard]] std::optional<detail::raw_outcome> run_at_once(const context& ctx, detail::function_ref<void()> action,
-                                                               detail::function_ref<payload()> encode);
+  [[nodiscard]] std::optional<raw_outcome> run_at_once(const context& ctx, function_ref<void()> action,
+                                                               function_ref<payload()> encode);
 
   friend void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);
 
@@ -182,8 +184,8 @@ class engine {
   store& backing_store() const noexcept { return store_; }
 
  private:
-  detail::raw_outcome run(const context& ctx, detail::function_ref<void()> action,
-                          detail::function_ref<payload()> encode);
+  raw_outcome run(const context& ctx, function_ref<void()> action,
+                          function_ref<payload()> encode);
   void check_policy(const detail::policy_info& policy) const;
 
   store& store_;
@@ -206,8 +208,8 @@ outcome<T> engine::execute(const context& ctx, Action&& action, const Codec& cod
   std::optional<T> value;
   auto ran_action = [&] { value.emplace(std::invoke(action)); };
   auto encode = [&]() -> payload { return codec.encode(*value); };
-  detail::raw_outcome raw = run(ctx, ran_action, encode);
-  return detail::outcome_of<T>(raw, codec, value);
+  raw_outcome raw = run(ctx, ran_action, encode);
+  return outcome_of<T>(raw, codec, value);
 }
 
 template <class Action>
@@ -215,9 +217,9 @@ template <class Action>
 outcome<void> engine::execute(const context& ctx, Action&& action) {
   auto ran_action = [&] { std::invoke(action); };
   auto encode = []() -> payload { return payload::none(); };
-  detail::raw_outcome raw = run(ctx, ran_action, encode);
+  raw_outcome raw = run(ctx, ran_action, encode);
   const std::nullptr_t nothing = nullptr;
-  return detail::outcome_of<void>(raw, nothing, nothing);
+  return outcome_of<void>(raw, nothing, nothing);
 }
 
 }  // namespace idem

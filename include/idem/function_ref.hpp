@@ -1,4 +1,6 @@
-// idem/detail/function_ref.hpp — a non-owning reference to a callable (std::function_ref is C++26).
+// idem/function_ref.hpp — idem::function_ref, a non-owning reference to a callable: C++26's
+// std::function_ref, as far as idem needs it. The engine's type-erased entry points take it
+// (engine::run_at_once, http::endpoint::run), so a call hands its lambdas over without allocating.
 #pragma once
 
 #include <functional>
@@ -6,10 +8,15 @@
 #include <type_traits>
 #include <utility>
 
-namespace idem::detail {
+namespace idem {
 
 template <class Signature>
 class function_ref;
+
+// function_ref<R(Args...)>
+//
+// Refers to a callable it does not own, which must outlive every call through it (a function
+// parameter: the lambda of the caller's expression). Copyable, two pointers, never empty.
 
 template <class R, class... Args>
 class function_ref<R(Args...)> {
@@ -29,4 +36,4 @@ class function_ref<R(Args...)> {
   R (*call_)(void*, Args...);
 };
 
-}  // namespace idem::detail
+}  // namespace idem

@@ -150,12 +150,21 @@ context context_of(engine& eng, Args&... args) {
   return eng.make_context(scope_of<Policy>(), Policy::key(args...), Policy::options());
 }
 
-// An in-flight answer to a guarded call of a value-returning function: the engine's outcome
-// mapper (idem::map_in_flight, which may throw something else), then in_flight_error. A void
-// function calls map_in_flight alone and returns without running if the mapper returns.
-[[noreturn]] inline void refuse_in_flight(const engine& eng, const context& ctx, const in_flight& busy) {
-  map_in_flight(eng, ctx, busy);
-  throw in_flight_error(ctx.id.to_string(), busy.retry_after);
+// What a guarded call of a function returning R answers its caller, given the call's outcome:
+// the result that ran or was replayed. An in-flight answer goes through the engine's outcome
+// mapper (idem::map_in_flight, which may throw something else); if the mapper returns, a void
+// function returns without running and a value-returning one throws in_flight_error. The one
+// rule of the blocking and the coroutine wrappers.
+template <class R>
+R answer_of(const engine& eng, const context& ctx, outcome<R>& result) {
+  if (const auto* busy = std::get_if<in_flight>(&result)) {
+    map_in_flight(eng, ctx, *busy);
+    if constexpr (!std::is_void_v<R>) throw in_flight_error(ctx.id.to_string(), busy->retry_after);
+  }
+  if constexpr (!std::is_void_v<R>) {
+    if (auto* ran = std::get_if<executed<R>>(&result)) return std::move(ran->value);
+    return std::move(std::get<replayed<R>>(result).value);
+  }
 }
 
 // Runs `action` (which calls the original function) at most once per key through `eng`, with
@@ -169,13 +178,10 @@ R run(engine& eng, Action&& action, Args&... args) {
   const context ctx = context_of<Policy>(eng, args...);
   if constexpr (std::is_void_v<R>) {
     outcome<void> result = eng.execute(ctx, action);
-    if (const auto* busy = std::get_if<in_flight>(&result)) map_in_flight(eng, ctx, *busy);
+    return answer_of(eng, ctx, result);
   } else {
-    using codec = typename Policy::codec;
-    outcome<R> result = eng.template execute<R>(ctx, action, codec{});
-    if (auto* ran = std::get_if<executed<R>>(&result)) return std::move(ran->value);
-    if (auto* replay = std::get_if<replayed<R>>(&result)) return std::move(replay->value);
-    refuse_in_flight(eng, ctx, std::get<in_flight>(result));
+    outcome<R> result = eng.template execute<R>(ctx, action, typename Policy::codec{});
+    return answer_of(eng, ctx, result);
   }
 }
 

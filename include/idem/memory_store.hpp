@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include <idem/detail/function_ref.hpp>
+#include <idem/function_ref.hpp>
 #include <idem/detail/waiter_count.hpp>
 #include <idem/store.hpp>
 
@@ -79,7 +79,7 @@ class memory_store final : public store {
   // from the thread that completes, releases or purges the record, from the timer thread, or from
   // the thread requesting `cancel`.
   bool look_or_wait(const context& ctx, cancellation* cancel,
-                    detail::function_ref<async_handler<acquire_result>()> make_handler, acquire_result& answered);
+                    function_ref<async_handler<acquire_result>()> make_handler, acquire_result& answered);
   // Under the shard's lock: the waiters of `id`'s record (every waiter when null) look again;
   // those answered move to `ready`.
   void relook_locked(shard& s, const identity* id, ready_list& ready);

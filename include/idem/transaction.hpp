@@ -259,6 +259,10 @@ namespace detail {
 // from `source`. Throws configuration_error when `source` is null.
 [[nodiscard]] std::unique_ptr<opened_transaction> open_unless_active(transaction_source* source,
                                                                      std::string_view function);
+// The source that begins the transaction of a call of `function` annotated with transaction =
+// "required" and running in no active transaction (a coroutine never joins one): `*source`.
+// Throws configuration_error when `source` is null.
+transaction_source& required_source(transaction_source* source, std::string_view function);
 }  // namespace detail
 
 }  // namespace idem

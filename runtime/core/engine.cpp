@@ -45,23 +45,23 @@ engine::~engine() = default;
 
 const config& engine::settings() const noexcept { return core_->config_; }
 
-detail::raw_outcome engine::run(const context& ctx, detail::function_ref<void()> action,
-                                detail::function_ref<payload()> encode) {
+raw_outcome engine::run(const context& ctx, function_ref<void()> action,
+                                function_ref<payload()> encode) {
   return core_->run(ctx, action, encode);
 }
 
-std::optional<detail::raw_outcome> engine::run_at_once(const context& ctx, detail::function_ref<void()> action,
-                                                       detail::function_ref<payload()> encode) {
+std::optional<raw_outcome> engine::run_at_once(const context& ctx, function_ref<void()> action,
+                                                       function_ref<payload()> encode) {
   return core_->run_at_once(ctx, action, encode);
 }
 
 void engine::async_run(context ctx, async_action action, std::function<payload()> encode,
-                       cancellation* cancel, async_handler<detail::raw_outcome> done) {
+                       cancellation* cancel, async_handler<raw_outcome> done) {
   core_->async_run(std::move(ctx), nullptr, std::move(action), std::move(encode), cancel, std::move(done));
 }
 
 void engine::async_run(context ctx, transaction& tx, async_action action, std::function<payload()> encode,
-                       cancellation* cancel, async_handler<detail::raw_outcome> done) {
+                       cancellation* cancel, async_handler<raw_outcome> done) {
   core_->async_run(std::move(ctx), &tx, std::move(action), std::move(encode), cancel, std::move(done));
 }
 

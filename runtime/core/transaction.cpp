@@ -79,12 +79,15 @@ void detail::run_blocking(std::function<void()> step, async_done done) {
 std::unique_ptr<opened_transaction> detail::open_unless_active(transaction_source* source,
                                                                std::string_view function) {
   if (const transaction* tx = current_transaction(); tx != nullptr && tx->active()) return nullptr;
+  return required_source(source, function).begin();
+}
+
+transaction_source& detail::required_source(transaction_source* source, std::string_view function) {
   if (source == nullptr)
-    throw configuration_error(fmt::format("{} is annotated with transaction = \"required\" and no transaction is "
-                                          "active on this thread, but no idem::transaction_source was given to "
-                                          "begin one",
+    throw configuration_error(fmt::format("{} is annotated with transaction = \"required\" and runs in no active "
+                                          "transaction, but no idem::transaction_source was given to begin one",
                                           function));
-  return source->begin();
+  return *source;
 }
 
 transaction_binding::transaction_binding(transaction& tx) noexcept : previous_(current) { current = &tx; }

@@ -347,7 +347,7 @@ class endpoint::guarded_call {
   payload stored_;                             // asynchronous calls: what the answer stores
 };
 
-response endpoint::run(const claim& c, const request_view& request, detail::function_ref<response()> handler) const {
+response endpoint::run(const claim& c, const request_view& request, function_ref<response()> handler) const {
   guarded_call call(*this, c);
   if (std::optional<response> refused = call.prepare(request)) return std::move(*refused);
   auto action = [&]() -> payload {
@@ -390,7 +390,7 @@ void endpoint::async_run(const claim& c, const request_view& request, async_resp
     }
   };
   engine_.async_run(call->ctx(), std::move(action), [call] { return call->take_stored(); }, nullptr,
-                    [call, done = std::move(done)](std::exception_ptr error, detail::raw_outcome raw) {
+                    [call, done = std::move(done)](std::exception_ptr error, raw_outcome raw) {
                       if (error) return done(call->failed(error));
                       if (std::holds_alternative<acquired>(raw)) return done(call->executed());
                       if (auto* d = std::get_if<duplicate>(&raw)) return done(call->replayed(d->value));

@@ -111,7 +111,7 @@ bool memory_store::look_once_locked(shard& s, const context& ctx, acquire_result
 }
 
 bool memory_store::look_or_wait(const context& ctx, cancellation* cancel,
-                                detail::function_ref<async_handler<acquire_result>()> make_handler,
+                                function_ref<async_handler<acquire_result>()> make_handler,
                                 acquire_result& answered) {
   shard& s = shard_for(ctx.id.hash());
   std::shared_ptr<waiter> refused;  // cancelled before it could wait

@@ -273,7 +273,7 @@ TEST_CASE("metrics: an asynchronous call is counted and timed like a blocking on
     engine.async_run(
         engine.make_context("Orders.async", "k"), [](idem::async_done finished) { finished(nullptr); },
         [] { return idem::payload::none(); }, nullptr,
-        [&](std::exception_ptr error, idem::detail::raw_outcome) {
+        [&](std::exception_ptr error, idem::raw_outcome) {
           if (error)
             done.set_exception(error);
           else

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include <idem/context.hpp>
-#include <idem/detail/function_ref.hpp>
+#include <idem/function_ref.hpp>
 #include <idem/http/response.hpp>
 #include <idem/log.hpp>
 
@@ -137,7 +137,7 @@ class endpoint {
   // the in-flight status with Retry-After, 500 when the handler threw (record released) or a
   // stored record is damaged, 503 when the store failed. The record is completed before this
   // returns. Never throws for a request; only std::bad_alloc escapes.
-  [[nodiscard]] response run(const claim& c, const request_view& request, detail::function_ref<response()> handler) const;
+  [[nodiscard]] response run(const claim& c, const request_view& request, function_ref<response()> handler) const;
 
   // What an asynchronous handler is given: a function it calls once with its response, or with
   // what it failed with.
