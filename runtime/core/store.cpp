@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "blocking_pool.hpp"
+#include "waiting_call.hpp"
 
 namespace idem {
 
@@ -102,6 +103,13 @@ void store::async_complete_in_transaction(const identity& id, const lease_token&
                                           std::chrono::milliseconds ttl, transaction& tx, async_done done) {
   detail::blocking_pool::shared().run_and_report(
       [this, id, token, value, ttl, &tx] { complete_in_transaction(id, token, value, ttl, tx); }, std::move(done));
+}
+
+store_unavailable_error detail::destroyed_while_waiting(std::string_view store, const identity& id) {
+  const std::string record = id.to_string();
+  return store_unavailable_error(
+      fmt::format("{}: cannot try_acquire {}: the store was destroyed while the caller waited", store, record),
+      "try_acquire", record);
 }
 
 }  // namespace idem

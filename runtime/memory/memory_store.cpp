@@ -21,6 +21,7 @@
 #include <idem/errors.hpp>
 
 #include "../core/caught.hpp"
+#include "../core/waiting_call.hpp"
 
 namespace idem {
 
@@ -91,11 +92,9 @@ memory_store::~memory_store() {
     shard& s = shards_[i];
     std::lock_guard lock(s.mutex);
     while (!s.waiters.empty()) {
-      const std::string record = s.waiters.back()->ctx.id.to_string();
-      ready.add(take_locked(s, s.waiters.size() - 1),
-                std::make_exception_ptr(store_unavailable_error(
-                    "memory_store: cannot try_acquire " + record + ": the store was destroyed while the caller waited",
-                    "try_acquire", record)));
+      const identity& id = s.waiters.back()->ctx.id;
+      std::exception_ptr destroyed = std::make_exception_ptr(detail::destroyed_while_waiting("memory_store", id));
+      ready.add(take_locked(s, s.waiters.size() - 1), std::move(destroyed));
     }
   }
   answer(ready);

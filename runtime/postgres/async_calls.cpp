@@ -12,6 +12,7 @@
 
 #include "../core/caught.hpp"
 #include "../core/pending_calls.hpp"
+#include "../core/waiting_call.hpp"
 #include "store_impl.hpp"
 
 namespace idem {
@@ -186,43 +187,27 @@ void postgres_store::impl::async_run(std::shared_ptr<connection_pool::checkout> 
 
 // One asynchronous try_acquire: claims (claim_attempts) sent on the event loop, waits as a
 // registration on the record's notifications plus a timer. Every step but the statement itself
-// runs under `mutex`; a `generation` tells a wake-up that is still current from one that lost the
-// race.
-struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_claim> {
+// runs under the lock (detail::waiting_call: cancellation, the store's destruction, stale wake-ups).
+struct postgres_store::impl::async_claim : detail::waiting_call<async_claim> {
   async_claim(postgres_store::impl& store, const context& c, cancellation* cancel_request,
               async_handler<acquire_result> handler)
-      : s(store), ctx(c), cancel(cancel_request), done(std::move(handler)), deadline(deadline_after(ctx.wait)) {}
+      : waiting_call(c, cancel_request, std::move(handler), &store.pending), s(store), deadline(deadline_after(ctx.wait)) {}
 
   postgres_store::impl& s;
-  const context ctx;  // a copy: the caller's may be gone before the answer
-  cancellation* const cancel;
-  async_handler<acquire_result> done;
   const steady::time_point deadline;
 
-  std::mutex mutex;
-  bool finished = false;
   bool claiming = false;  // a claim is out: its answer decides, or is given back when finished
   std::optional<claim_attempts> attempts;
   event_loop::id timer = 0;
-  std::uint64_t generation = 0;
 
   void start() {
-    if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_claim::cancelled)) {
-      done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
-      return;
-    }
-    if (!s.pending.add(shared_from_this())) return end_early(std::make_exception_ptr(going_error()));
+    if (!begin("postgres_store")) return;
     std::unique_lock lock(mutex);
     attempts.emplace(s, ctx, deadline);
     send(lock);
   }
 
-  store_unavailable_error going_error() const {
-    return store_unavailable_error(
-        fmt::format("postgres_store: cannot try_acquire {}: the store was destroyed while the caller waited",
-                    ctx.id.to_string()),
-        "try_acquire", ctx.id.to_string());
-  }
+  store_unavailable_error going_error() const { return detail::destroyed_while_waiting("postgres_store", ctx.id); }
 
   // Sends the next claim. Called with the lock held; returns without it.
   void send(std::unique_lock<std::mutex>& lock) {
@@ -275,7 +260,7 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
 
   // Waits for the record's notification or `until`. Called with the lock held; returns without it.
   void wait(std::unique_lock<std::mutex>& lock, steady::time_point until) {
-    const std::uint64_t current = ++generation;
+    const std::uint64_t current = arm_locked();
     auto self = shared_from_this();
     if (!attempts->subscription().notify_on_change([self, current] { self->woken(current); })) {
       return send(lock);  // it changed already
@@ -297,20 +282,11 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
   // The record was notified, or the wait's time came: look again.
   void woken(std::uint64_t which) {
     std::unique_lock lock(mutex);
-    if (finished || which != generation) return;
-    ++generation;  // the other of the two is stale now
-    stop_waiting_locked();
-    send(lock);
+    if (take_wake_locked(which)) send(lock);
   }
 
-  void cancelled() { end_early(std::make_exception_ptr(operation_cancelled())); }
-
-  // Cancelled, or the store is going.
-  void end_early(std::exception_ptr why) {
-    std::unique_lock lock(mutex);
-    if (finished) return;
+  void abandon_locked() {
     if (attempts && !claiming) attempts->abandon();
-    finish(lock, std::move(why), acquire_result{in_flight{}});
   }
 
   void stop_waiting_locked() {
@@ -319,24 +295,14 @@ struct postgres_store::impl::async_claim : std::enable_shared_from_this<async_cl
     if (attempts) attempts->cancel_notify();
   }
 
-  // Ends the call: called with the lock held, answers without it.
-  void finish(std::unique_lock<std::mutex>& lock, std::exception_ptr error, acquire_result result) {
-    finished = true;
-    ++generation;
-    stop_waiting_locked();
+  void let_go_locked() {
     if (!claiming) attempts.reset();  // else the claim out now lets go of it
-    lock.unlock();
-    std::shared_ptr<async_claim> keep = shared_from_this();
-    s.pending.remove(keep);
-    if (detail::can_cancel(cancel, ctx)) cancel->clear();
-    async_handler<acquire_result> report = std::move(done);
-    report(std::move(error), std::move(result));
   }
 
   // A record acquired after the caller stopped waiting is released (a store that is going
   // leaves it to its lease).
   void give_back(const lease_token& token) {
-    if (s.pending.stopping()) return;
+    if (store_stopping()) return;
     const digest d = ctx.id.key_digest();
     std::make_shared<async_fenced>(
         s, fenced_call(s, statement_id::release, "release", ctx.id, release_params(ctx.id, d, token), std::pair{d, token}),

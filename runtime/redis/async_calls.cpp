@@ -11,7 +11,7 @@
 #include <idem/detail/recycled.hpp>
 
 #include "../core/caught.hpp"
-#include "../core/pending_calls.hpp"
+#include "../core/waiting_call.hpp"
 #include "record_wait.hpp"
 #include "store_impl.hpp"
 
@@ -21,37 +21,27 @@ using std::chrono::milliseconds;
 using steady = std::chrono::steady_clock;
 
 // One asynchronous try_acquire: its looks, and its wait when the record is busy. Every step runs
-// under `mutex`; whatever may call back at once (a script call) starts after it is released.
-// Looks, messages, timers and a cancellation request race; the first to finish the call wins, and
-// a `generation` tells a wake-up that is still current from one that lost.
-struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acquire> {
+// under the lock; whatever may call back at once (a script call) starts after it is released.
+// Looks, messages, timers and a cancellation request race (detail::waiting_call).
+struct redis_store::impl::async_acquire : detail::waiting_call<async_acquire> {
   async_acquire(impl& store, const context& c, std::string key, cancellation* cancel_request,
                 async_handler<acquire_result> handler)
-      : d(store), ctx(c), request(store, ctx, std::move(key)), cancel(cancel_request), done(std::move(handler)) {}
+      : waiting_call(c, cancel_request, std::move(handler), nullptr), d(store), request(store, ctx, std::move(key)) {}
 
   impl& d;
-  const context ctx;  // a copy: the caller's may be gone before the answer
   const acquire_request request;
-  cancellation* const cancel;
-  async_handler<acquire_result> done;
 
-  std::mutex mutex;
-  bool finished = false;
   std::optional<script_call> call;  // the look in flight, or the last one
   steady::time_point sent_at;
   steady::time_point deadline;  // the first look's sending plus ctx.wait: one clock read for both
   std::optional<record_wait> wait;
   event_loop::id timer = 0;
-  std::uint64_t generation = 0;
   // Itself while a look is in flight (one at a time), so that the look's handler holds only `this`:
   // std::function keeps a pointer inline, and allocates for a handler that holds a shared_ptr.
   std::shared_ptr<async_acquire> kept_until_answered;
 
   void start() {
-    if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_acquire::cancelled)) {
-      done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
-      return;
-    }
+    if (!begin("redis_store")) return;
     {
       std::lock_guard lock(mutex);
       call.emplace(d, target{"try_acquire", &ctx.id}, rd::scripts().acquire, request.keys, request.args, false);
@@ -112,7 +102,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
           look();
           return;
         }
-        const std::uint64_t current = ++generation;
+        const std::uint64_t current = arm_locked();
         auto self = shared_from_this();
         if (auto* pause = std::get_if<record_wait::pause_request>(&next)) {
           timer = d.loop.at(pause->until, [self, current](event_loop::wake why) { self->paused(current, why); });
@@ -148,9 +138,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
   // A message (or a change of the subscription) or the wait's time: whichever comes first.
   void woken(std::uint64_t which, event_loop::wake why) {
     std::unique_lock lock(mutex);
-    if (finished || which != generation) return;
-    ++generation;  // the other of the two is stale now
-    stop_waiting_locked();
+    if (!take_wake_locked(which)) return;
     if (why == event_loop::wake::stopped) return stopped(lock);
     record_wait::step next;
     if (std::exception_ptr failed = detail::caught([&] { next = wait->woken(); }))
@@ -158,19 +146,8 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
     advance(lock, std::move(next));
   }
 
-  void cancelled() {
-    std::unique_lock lock(mutex);
-    if (finished) return;
-    finish(lock, std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
-  }
-
   void stopped(std::unique_lock<std::mutex>& lock) {
-    finish(lock,
-           std::make_exception_ptr(store_unavailable_error(
-               "redis_store: cannot try_acquire " + ctx.id.to_string() +
-                   ": the store was destroyed while the caller waited",
-               "try_acquire", ctx.id.to_string())),
-           acquire_result{in_flight{}});
+    finish(lock, std::make_exception_ptr(detail::destroyed_while_waiting("redis_store", ctx.id)), acquire_result{in_flight{}});
   }
 
   void stop_waiting_locked() {
@@ -181,16 +158,7 @@ struct redis_store::impl::async_acquire : std::enable_shared_from_this<async_acq
     if (wait) wait->watch().cancel_notify();
   }
 
-  // Ends the call: called with the lock held, answers without it.
-  void finish(std::unique_lock<std::mutex>& lock, std::exception_ptr error, acquire_result result) {
-    finished = true;
-    ++generation;
-    stop_waiting_locked();
-    wait.reset();  // unwatches the channel
-    lock.unlock();
-    if (detail::can_cancel(cancel, ctx)) cancel->clear();
-    done(std::move(error), std::move(result));
-  }
+  void let_go_locked() { wait.reset(); }  // unwatches the channel
 
   // A look that answered after the call had ended (cancelled): a record it claimed is given back,
   // since nobody will run the action for it.

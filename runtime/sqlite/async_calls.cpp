@@ -2,39 +2,31 @@
 #include "store_parts.hpp"
 
 #include "../core/caught.hpp"
+#include "../core/waiting_call.hpp"
 
 namespace idem {
 
 // One asynchronous try_acquire: attempts (acquire_attempts::next) on the store's workers, waits as
 // a registration on the record's waiters plus a timer. Every step but the attempt itself runs under
-// `mutex`; a `generation` tells a wake-up that is still current from one that lost the race.
-struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire> {
+// the lock (detail::waiting_call: cancellation, the store's destruction, stale wake-ups).
+struct sqlite_store::async_acquire : detail::waiting_call<async_acquire> {
   async_acquire(sqlite_store& store, const context& c, cancellation* cancel_request,
                 async_handler<acquire_result> handler)
-      : owner(store), s(*store.state_), ctx(c), cancel(cancel_request), done(std::move(handler)),
+      : waiting_call(c, cancel_request, std::move(handler), &store.state_->pending),
+        owner(store),
+        s(*store.state_),
         deadline(deadline_after(ctx.wait)) {}
 
   sqlite_store& owner;
   state& s;
-  const context ctx;  // a copy: the caller's may be gone before the answer
-  cancellation* const cancel;
-  async_handler<acquire_result> done;
   const steady::time_point deadline;
 
-  std::mutex mutex;
-  bool finished = false;
   bool attempting = false;  // an attempt runs now, outside the lock: `attempts` must stay
   std::optional<acquire_attempts> attempts;
   detail::timer_queue::timer timer;
-  std::uint64_t generation = 0;
 
   void start() {
-    if (!detail::install_cancellation(cancel, ctx, shared_from_this(), &async_acquire::cancelled)) {
-      done(std::make_exception_ptr(operation_cancelled()), acquire_result{in_flight{}});
-      return;
-    }
-    if (!s.pending.add(shared_from_this())) return end_early(std::make_exception_ptr(destroyed_error()));
-    post_attempt();
+    if (begin("sqlite_store")) post_attempt();
   }
 
   void post_attempt() {
@@ -76,7 +68,7 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
     if (error) return finish(lock, std::move(error), acquire_result{in_flight{}});
     if (auto* answer = std::get_if<acquire_result>(&next)) return finish(lock, nullptr, std::move(*answer));
     const auto wait = std::get<acquire_attempts::wait_for>(next);
-    const std::uint64_t current = ++generation;
+    const std::uint64_t current = arm_locked();
     auto self = shared_from_this();
     if (!attempts->enrollment().notify_on_change(wait.seen, [self, current] { self->woken(current, true); })) {
       attempts->woken(true);  // it moved already
@@ -93,27 +85,10 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
   void woken(std::uint64_t which, bool notified) {
     {
       std::lock_guard lock(mutex);
-      if (finished || which != generation) return;
-      ++generation;  // the other of the two is stale now
-      stop_waiting_locked();
+      if (!take_wake_locked(which)) return;
       attempts->woken(notified);
     }
     post_attempt();
-  }
-
-  void cancelled() { end_early(std::make_exception_ptr(operation_cancelled())); }
-
-  store_unavailable_error destroyed_error() const {
-    return store_unavailable_error(
-        describe("try_acquire", ctx.id) + ": the store was destroyed while the caller waited", "try_acquire",
-        ctx.id.to_string());
-  }
-
-  // Cancelled, or the store is going.
-  void end_early(std::exception_ptr why) {
-    std::unique_lock lock(mutex);
-    if (finished) return;
-    finish(lock, std::move(why), acquire_result{in_flight{}});
   }
 
   void stop_waiting_locked() {
@@ -122,21 +97,13 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
     if (attempts) attempts->enrollment().cancel_notify();
   }
 
-  // Ends the call: called with the lock held, answers without it.
-  void finish(std::unique_lock<std::mutex>& lock, std::exception_ptr error, acquire_result result) {
-    finished = true;
-    ++generation;
-    stop_waiting_locked();
+  void let_go_locked() {
     if (!attempting) attempts.reset();  // else the attempt running now lets go of it
-    lock.unlock();
-    s.pending.remove(shared_from_this());
-    if (detail::can_cancel(cancel, ctx)) cancel->clear();
-    done(std::move(error), std::move(result));
   }
 
   // A store being destroyed keeps the record in progress until its lease expires.
   void release_quietly(const lease_token& token) {
-    if (s.pending.stopping()) return;
+    if (store_stopping()) return;
     try {
       owner.release(ctx.id, token);
     } catch (...) {
@@ -148,7 +115,8 @@ struct sqlite_store::async_acquire : std::enable_shared_from_this<async_acquire>
 sqlite_store::state::~state() {
   const auto left = pending.take_all();
   timers.stop();  // drops the waits' timers: they are answered here
-  for (const auto& op : left) op->end_early(std::make_exception_ptr(op->destroyed_error()));
+  for (const auto& op : left)
+    op->end_early(std::make_exception_ptr(detail::destroyed_while_waiting("sqlite_store", op->ctx.id)));
 }
 
 void sqlite_store::async_try_acquire(const context& ctx, cancellation* cancel, async_handler<acquire_result> done) {
