@@ -4,7 +4,7 @@
 // (getrusage: every thread of the process, the engine's heartbeat and timers included) per 1,000
 // calls (the engine's contexts made as a generated wrapper makes them, under a kept idem::static_scope);
 // the store's own calls without the engine (make_context, try_acquire, complete), to show
-// what the engine adds; the engine reporting to an idem::metrics (its cost: issue 21 allows 5 %); the wake-up latency of a blocked duplicate; bytes of memory per stored record.
+// what the engine adds; the engine reporting to an idem::metrics (its cost: at most 5 % is allowed); the wake-up latency of a blocked duplicate; bytes of memory per stored record.
 //
 // Run: build/bench/idem_bench_memory [rounds [threads [calls-per-thread]]]
 //   rounds: default 5, medians over the rounds; threads (1 or 2) and calls: only that row, e.g. for perf.

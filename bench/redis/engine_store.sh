@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/redis/engine_store.sh — what the engine adds over its Redis store (issue 23: engine / store
+# bench/redis/engine_store.sh — what the engine adds over its Redis store (engine / store
 # must stay at or above 0.95x), measured in pairs so that this VM's drift cancels out.
 #
 #   bench/redis/engine_store.sh [build-dir]       (default: ./build; needs the idem_bench_redis target)

@@ -129,7 +129,7 @@ bool sqlite_store::extend(const identity& id, const lease_token& token, millisec
     s.refuse_self_lock("extend", id);
     // The heartbeat extends at lease/2, so the lease still runs for half of it: wait for the write
     // lock for up to 3/8 of the lease (extends run in parallel, a slow one holds up no other), and
-    // re-try every millisecond rather than sleep through other writers' gaps (issue 13: with
+    // re-try every millisecond rather than sleep through other writers' gaps (with
     // SQLite's backing-off busy handler another process took the lock ~30 times in a row). Divided
     // first: lease * 3 overflows for the longest leases.
     const milliseconds budget = std::min(s.options.busy_timeout, std::max(lease / 8 * 3, milliseconds(1)));

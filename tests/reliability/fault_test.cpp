@@ -388,7 +388,7 @@ TEST_CASE("fault.postgres.clean_stop_restart") {
                                      [&] { server.script("restart"); });
 }
 
-// Defect (issue 13): a complete sent to a frozen Redis was reported as store_unavailable_error and
+// Defect: a complete sent to a frozen Redis was reported as store_unavailable_error and
 // Redis still ran it when it woke. It must be reported as outcome_unknown_error.
 TEST_CASE("fault.redis.frozen_complete_is_outcome_unknown") {
   private_redis server;
@@ -439,7 +439,7 @@ TEST_CASE("fault.redis.frozen_complete_is_outcome_unknown") {
   std::fflush(stdout);
 }
 
-// Defect (issue 13): a claim sent to a frozen PostgreSQL timed out and ran when the server woke,
+// Defect: a claim sent to a frozen PostgreSQL timed out and ran when the server woke,
 // leaving the record in progress under a token nobody holds: the key answered in flight for a
 // whole lease. Now the store cancels the statement and, because the cancel may lose the race,
 // releases what the claim left (fenced by its token) once the server answers: the key is
@@ -571,7 +571,7 @@ TEST_CASE("fault.postgres.frozen_claim_cancelled_on_waking") {
   std::fflush(stdout);
 }
 
-// Defect (issue 13): under write-lock contention SQLite's backing-off busy handler let other
+// Defect: under write-lock contention SQLite's backing-off busy handler let other
 // writers take the lock many times in a row while a holder's extend waited; its lease lapsed and
 // was stolen while its action ran. Three connections hammer the write lock while a holder with a
 // 200 ms lease runs a 2 s action and another store on the file waits to steal the record.

@@ -1,4 +1,4 @@
-// Paths where work could run twice or be lost silently (issue 9): each case failed before its fix.
+// Paths where work could run twice or be lost silently: each case failed before its fix.
 #include <catch2/catch.hpp>
 
 #include <atomic>
