@@ -114,7 +114,8 @@ class attribute_scanner {
     }
   }
 
-  // name = "literal" ["literal"...] , ...   between `begin` and `end` (the closing paren).
+  // name = "literal" ["literal"...] , ...   between `begin` and `end` (the closing paren). Rule
+  // "argument-syntax": anything else is an error at the token, and ends the attribute's arguments.
   void parse_arguments(std::size_t begin, std::size_t end, raw_attribute& attribute) {
     std::size_t p = begin;
     while (p < end) {

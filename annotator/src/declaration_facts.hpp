@@ -1,10 +1,9 @@
 // annotator/src/declaration_facts.hpp — what the validator and the emitter need to know about
-// declarations, read from Clang's AST: the main file's declarations in source order, the facts
-// about a function (model.hpp's function_facts), and every idem::guarded<C> with the annotated
-// methods C has, inherited ones included.
+// declarations, read from Clang's AST: the main file's declarations in source order, and the facts
+// about a function (model.hpp's function_facts; its return type's in return_facts.cpp, whether it
+// is an HTTP endpoint in endpoint_facts.cpp). Every idem::guarded<C> is guarded_classes.hpp's.
 #pragma once
 
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,9 +11,7 @@
 #include <clang/AST/ASTContext.h>
 #include <clang/AST/Decl.h>
 #include <clang/AST/PrettyPrinter.h>
-#include <clang/Tooling/Syntax/Tokens.h>
 
-#include "attribute_scan.hpp"
 #include "model.hpp"
 
 namespace idem::annotate {
@@ -32,16 +29,5 @@ function_facts facts_of(const clang::FunctionDecl& fn, const clang::ASTContext& 
 
 // "namespace a { inline namespace b { " for the namespaces enclosing `fn`, and the closing braces.
 std::pair<std::string, std::string> enclosing_namespaces(const clang::FunctionDecl& fn);
-
-// Every idem::guarded<C> of the header: per class among `declarations`, the annotated methods it
-// has, its own (`specs`: this header's valid annotations by canonical declaration) and inherited
-// ones (annotated in this header or, per `included`, in an included one). What cannot be guarded
-// (a final or differently-defaulted override) is reported into `out`.
-std::vector<guarded_class> find_guarded_classes(const clang::ASTContext& context,
-                                                llvm::ArrayRef<clang::syntax::Token> expanded,
-                                                std::vector<found_attribute> included,
-                                                const std::map<const clang::FunctionDecl*, const function_spec*>& specs,
-                                                const std::vector<clang::Decl*>& declarations,
-                                                std::vector<diagnostic>& out);
 
 }  // namespace idem::annotate

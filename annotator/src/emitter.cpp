@@ -263,12 +263,9 @@ void emit_async_body(writer& w, const function_facts& facts, const std::string& 
   w.line("  }");
 }
 
-void emit_guarded(writer& w, const guarded_class& cls) {
+// The two constructors of idem::guarded<C>: without and with a transaction_source.
+void emit_guarded_constructors(writer& w, const guarded_class& cls) {
   const std::string& c = cls.code_name;
-  w.line("// Every annotated method of " + cls.name + " routed through the engine; see <idem/invoke.hpp>.");
-  w.line("template <>");
-  w.line("class guarded<" + c + "> : public " + c + " {");
-  w.line(" public:");
   std::string pointers;
   for (const guarded_method& method : cls.methods)
     pointers += (pointers.empty() ? "" : ", ") + function_pointer_expression(method.facts);
@@ -291,6 +288,65 @@ void emit_guarded(writer& w, const guarded_class& cls) {
   w.line("  explicit guarded(::idem::engine& idem_engine, ::idem::transaction_source& idem_transactions, Args&&... args)");
   w.line("      : " + c + "(::std::forward<Args>(args)...), idem_engine_(idem_engine), "
          "idem_transactions_(&idem_transactions) {}");
+}
+
+// The override's (or hiding function's) declaration, up to the opening brace.
+std::string guarded_signature(const function_facts& facts) {
+  const std::string policy = "::idem::policy<" + function_pointer_expression(facts) + ">";
+  std::string signature = "  " + spelled_return_type(facts) + " " + facts.name + "(";
+  for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
+    const parameter& p = facts.parameters[i];
+    signature += (i ? ", " : "") + p.spelled_type() + " " + parameter_name(facts, i);
+    if (!p.default_argument.empty()) signature += " = " + policy + "::default_argument_" + std::to_string(i) + "()";
+  }
+  signature += ")";
+  if (facts.is_const) signature += " const";
+  if (facts.ref_qualifier == "&") signature += " &";
+  if (facts.is_noexcept) signature += " noexcept";
+  if (facts.is_virtual) signature += " override";
+  return signature;
+}
+
+// The body of a blocking method's wrapper: idem::run_guarded, then the closing brace.
+void emit_blocking_body(writer& w, const function_facts& facts, const std::string& c) {
+  std::string forwarded;
+  for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
+    const std::string name = parameter_name(facts, i);
+    forwarded += (i ? ", " : "") + std::string("::std::forward<decltype(") + name + ")>(" + name + ")";
+  }
+  // The class's own (or inherited) function by its qualified name: an unqualified call would
+  // dispatch back into this override.
+  const std::string& result = spelled_return_type(facts);
+  const std::string base_call = "this->" + c + "::" + facts.name + "(" + forwarded + ")";
+  const std::string action = facts.returns_void ? "[&]() -> void { " + base_call + "; }"
+                                                 : "[&]() -> " + result + " { return " + base_call + "; }";
+  const std::string arguments = argument_list(facts);
+  w.line(std::string("    ") + (facts.returns_void ? "" : "return ") + "::idem::run_guarded<" +
+         function_pointer_expression(facts) + ">(");
+  w.line("        idem_engine_, idem_transactions_, " + action + (arguments.empty() ? "" : ", " + arguments) + ");");
+  w.line("  }");
+}
+
+void emit_guarded_method(writer& w, const guarded_method& method, const std::string& c) {
+  const function_facts& facts = method.facts;
+  w.line();
+  w.line("  // " + facts.qualified_name + ", " + file_name(method.position.file) + ":" +
+         std::to_string(method.position.line) + ":" + std::to_string(method.position.column) +
+         (method.inherited ? " (inherited)" : ""));
+  w.line(guarded_signature(facts) + " {");
+  if (facts.is_async)
+    emit_async_body(w, facts, c);
+  else
+    emit_blocking_body(w, facts, c);
+}
+
+void emit_guarded(writer& w, const guarded_class& cls) {
+  const std::string& c = cls.code_name;
+  w.line("// Every annotated method of " + cls.name + " routed through the engine; see <idem/invoke.hpp>.");
+  w.line("template <>");
+  w.line("class guarded<" + c + "> : public " + c + " {");
+  w.line(" public:");
+  emit_guarded_constructors(w, cls);
   // Every overload of an annotated name stays callable as on the class: the guarded declarations
   // below hide only the overloads they guard.
   std::vector<std::string> names;
@@ -298,46 +354,7 @@ void emit_guarded(writer& w, const guarded_class& cls) {
     if (std::find(names.begin(), names.end(), method.facts.name) == names.end()) names.push_back(method.facts.name);
   w.line();
   for (const std::string& name : names) w.line("  using " + c + "::" + name + ";");
-  for (const guarded_method& method : cls.methods) {
-    const function_facts& facts = method.facts;
-    const std::string policy = "::idem::policy<" + function_pointer_expression(facts) + ">";
-    const std::string& result = spelled_return_type(facts);
-    w.line();
-    w.line("  // " + facts.qualified_name + ", " + file_name(method.position.file) + ":" +
-           std::to_string(method.position.line) + ":" + std::to_string(method.position.column) +
-           (method.inherited ? " (inherited)" : ""));
-    std::string signature = "  " + result + " " + facts.name + "(";
-    for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
-      const parameter& p = facts.parameters[i];
-      signature += (i ? ", " : "") + p.spelled_type() + " " + parameter_name(facts, i);
-      if (!p.default_argument.empty()) signature += " = " + policy + "::default_argument_" + std::to_string(i) + "()";
-    }
-    signature += ")";
-    if (facts.is_const) signature += " const";
-    if (facts.ref_qualifier == "&") signature += " &";
-    if (facts.is_noexcept) signature += " noexcept";
-    if (facts.is_virtual) signature += " override";
-    w.line(signature + " {");
-    if (facts.is_async) {
-      emit_async_body(w, facts, c);
-      continue;
-    }
-    std::string forwarded;
-    for (std::size_t i = 0; i < facts.parameters.size(); ++i) {
-      const std::string name = parameter_name(facts, i);
-      forwarded += (i ? ", " : "") + std::string("::std::forward<decltype(") + name + ")>(" + name + ")";
-    }
-    // The class's own (or inherited) function by its qualified name: an unqualified call would
-    // dispatch back into this override.
-    const std::string base_call = "this->" + c + "::" + facts.name + "(" + forwarded + ")";
-    const std::string action = facts.returns_void ? "[&]() -> void { " + base_call + "; }"
-                                                   : "[&]() -> " + result + " { return " + base_call + "; }";
-    const std::string arguments = argument_list(facts);
-    w.line(std::string("    ") + (facts.returns_void ? "" : "return ") + "::idem::run_guarded<" +
-           function_pointer_expression(facts) + ">(");
-    w.line("        idem_engine_, idem_transactions_, " + action + (arguments.empty() ? "" : ", " + arguments) + ");");
-    w.line("  }");
-  }
+  for (const guarded_method& method : cls.methods) emit_guarded_method(w, method, c);
   w.line();
   w.line(" private:");
   w.line("  ::idem::engine& idem_engine_;");

@@ -12,8 +12,8 @@
 // Reusing the instance keeps the generator close to the cost of `clang++ -fsyntax-only`.
 // The other Clang-side parts, one job each: clang_diagnostics.hpp (collecting Clang's diagnostics),
 // attribute_scan (finding attributes in the token stream; literal.cpp decodes their literals
-// without Clang), declaration_facts (facts about declarations, guarded classes), sema_check (the
-// check buffer).
+// without Clang), declaration_facts (facts about declarations; with return_facts and
+// endpoint_facts), guarded_classes (every idem::guarded<C>), sema_check (the check buffer).
 #include "frontend.hpp"
 
 #include <algorithm>
@@ -35,6 +35,7 @@
 #include "attribute_scan.hpp"
 #include "clang_diagnostics.hpp"
 #include "declaration_facts.hpp"
+#include "guarded_classes.hpp"
 #include "sema_check.hpp"
 #include "validator.hpp"
 
@@ -131,14 +132,14 @@ void annotate_action::analyze_translation_unit(clang::CompilerInstance& ci, clan
     });
     const clang::FunctionDecl* fn = next == declarations.end() ? nullptr : llvm::dyn_cast<clang::FunctionDecl>(*next);
     if (fn != nullptr && !stands_before(sm, expanded, found.close_index, *fn)) fn = nullptr;
-    if (fn == nullptr) {
+    if (fn == nullptr) {  // rule "attribute-placement"
       result.diagnostics.push_back({severity::error, attribute.position,
                                     name + " must stand before a function declaration, as in [[" + name +
                                         "(key = \"event.id\")]] void on(const Event& event);"});
       continue;
     }
     const clang::FunctionDecl* canonical = fn->getCanonicalDecl();
-    if (auto [it, inserted] = annotated.emplace(canonical, attribute.position); !inserted) {
+    if (auto [it, inserted] = annotated.emplace(canonical, attribute.position); !inserted) {  // rule "annotated-once"
       result.diagnostics.push_back(
           {severity::error, attribute.position, "'" + fn->getQualifiedNameAsString() + "' is annotated twice"});
       result.diagnostics.push_back({severity::note, it->second, "first annotation is here"});

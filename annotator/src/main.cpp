@@ -148,41 +148,35 @@ extern "C" const char* __lsan_default_suppressions() { return "leak:libclang-cpp
 extern "C" const char* __lsan_default_options();
 extern "C" const char* __lsan_default_options() { return "print_suppressions=0"; }
 
-int main(int argc, char** argv) {
-  std::string problem;
-  const std::optional<options> parsed = parse(argc, argv, problem);
-  if (!parsed) return usage(problem);
-  const options& o = *parsed;
+namespace {
 
+analysis_request request_of(const options& o) {
   analysis_request request;
   request.source = o.source;
   request.compiler_args = o.compiler_args;
   request.resource_dir = o.resource_dir;
   request.idem_include_dir = o.idem_include;
   request.check_keys = o.check_keys;
+  return request;
+}
 
-  const auto started = std::chrono::steady_clock::now();
-  analysis_result result = analyze(request);
-  const auto elapsed = std::chrono::steady_clock::now() - started;
-  if (o.time)
-    std::cerr << "idem-annotate: analysed " << o.source << " in "
-              << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms\n";
-
-  if (o.verify) {
-    const std::optional<std::string> text = disk_reader()(o.source);
-    if (!text) return usage("cannot read " + o.source);
-    const std::vector<std::string> problems = verify(parse_expectations(*text), result.diagnostics, o.source);
-    for (const std::string& p : problems) std::cerr << o.source << ": verify: " << p << "\n";
-    if (!problems.empty()) {
-      std::cerr << "idem-annotate: diagnostics seen:\n";
-      for (const diagnostic& d : result.diagnostics) std::cerr << format_diagnostic(d, disk_reader());
-    }
-    return problems.empty() ? 0 : 1;
+// --verify: the diagnostics against the expectations the header states; the exit status.
+int verify_expectations(const options& o, const analysis_result& result) {
+  const std::optional<std::string> text = disk_reader()(o.source);
+  if (!text) return usage("cannot read " + o.source);
+  const std::vector<std::string> problems = verify(parse_expectations(*text), result.diagnostics, o.source);
+  for (const std::string& p : problems) std::cerr << o.source << ": verify: " << p << "\n";
+  if (!problems.empty()) {
+    std::cerr << "idem-annotate: diagnostics seen:\n";
+    for (const diagnostic& d : result.diagnostics) std::cerr << format_diagnostic(d, disk_reader());
   }
+  return problems.empty() ? 0 : 1;
+}
 
-  // In source order, each error followed by its notes, as a reader scans the header.
+// In source order, each error followed by its notes, as a reader scans the header.
+void sort_for_reading(std::vector<diagnostic>& diagnostics, const std::string& source) {
   std::vector<std::vector<diagnostic>> groups;
-  for (diagnostic& d : result.diagnostics) {
+  for (diagnostic& d : diagnostics) {
     if (d.level != severity::note || groups.empty()) groups.emplace_back();
     groups.back().push_back(std::move(d));
   }
@@ -193,48 +187,78 @@ int main(int argc, char** argv) {
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const source_position& x = groups[a].front().position;
     const source_position& y = groups[b].front().position;
-    const bool x_here = x.file == o.source;
-    const bool y_here = y.file == o.source;
+    const bool x_here = x.file == source;
+    const bool y_here = y.file == source;
     if (x_here != y_here) return x_here;
     if (x_here && x.line != y.line) return x.line < y.line;
     if (x_here && x.column != y.column) return x.column < y.column;
     return a < b;
   });
-  result.diagnostics.clear();
+  diagnostics.clear();
   for (std::size_t index : order)
-    for (diagnostic& d : groups[index]) result.diagnostics.push_back(std::move(d));
+    for (diagnostic& d : groups[index]) diagnostics.push_back(std::move(d));
+}
 
+// Prints the diagnostics; returns the number of errors.
+unsigned print_diagnostics(const std::vector<diagnostic>& diagnostics) {
   const file_reader reader = disk_reader();
   unsigned errors = 0;
-  for (const diagnostic& d : result.diagnostics) {
+  for (const diagnostic& d : diagnostics) {
     std::cerr << format_diagnostic(d, reader);
     if (d.level == severity::error) ++errors;
   }
-  if (!result.ok) {
-    std::cerr << errors << (errors == 1 ? " error" : " errors") << " generated.\n";
-    return 1;
-  }
+  return errors;
+}
 
+// The generated header, source and manifest (or the manifest alone), and the depfile; false when
+// one cannot be written.
+bool write_outputs(const options& o, const analysis_result& result) {
   if (!o.output_header.empty()) {
     emit_options settings;
     settings.source_path = o.source;
     settings.include_as = o.include_as.empty() ? o.source : o.include_as;
     settings.header_name = fs::path(o.output_header).filename().string();
     const generated_files files = emit(result.specs, result.classes, settings);
-    if (!write_if_changed(o.output_header, files.header) || !write_if_changed(o.output_source, files.source)) return 1;
-    if (!o.manifest.empty() && !write_if_changed(o.manifest, files.manifest)) return 1;
+    if (!write_if_changed(o.output_header, files.header) || !write_if_changed(o.output_source, files.source))
+      return false;
+    if (!o.manifest.empty() && !write_if_changed(o.manifest, files.manifest)) return false;
   } else if (!o.manifest.empty()) {
     emit_options settings;
     settings.source_path = o.source;
     settings.include_as = o.source;
     settings.header_name = fs::path(o.source).stem().string() + ".idem.hpp";
-    if (!write_if_changed(o.manifest, emit(result.specs, result.classes, settings).manifest)) return 1;
+    if (!write_if_changed(o.manifest, emit(result.specs, result.classes, settings).manifest)) return false;
   }
   if (!o.depfile.empty()) {
     const std::string target = !o.output_header.empty() ? o.output_header : o.manifest;
     std::string text = escape_make(target) + ":";
     for (const std::string& dependency : result.dependencies) text += " \\\n  " + escape_make(dependency);
-    if (!write_if_changed(o.depfile, text + "\n")) return 1;
+    if (!write_if_changed(o.depfile, text + "\n")) return false;
   }
-  return 0;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string problem;
+  const std::optional<options> parsed = parse(argc, argv, problem);
+  if (!parsed) return usage(problem);
+  const options& o = *parsed;
+
+  const auto started = std::chrono::steady_clock::now();
+  analysis_result result = analyze(request_of(o));
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  if (o.time)
+    std::cerr << "idem-annotate: analysed " << o.source << " in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms\n";
+  if (o.verify) return verify_expectations(o, result);
+
+  sort_for_reading(result.diagnostics, o.source);
+  const unsigned errors = print_diagnostics(result.diagnostics);
+  if (!result.ok) {
+    std::cerr << errors << (errors == 1 ? " error" : " errors") << " generated.\n";
+    return 1;
+  }
+  return write_outputs(o, result) ? 0 : 1;
 }

@@ -26,6 +26,9 @@ struct Empties {
 
   // expected-error@+1:29 {{idem::idempotent on 'Empties::keyless' needs a key: an expression over its parameters that names the attempt, for example key = "event.id"}}
   [[idem::idempotent(key = "")]] void keyless(const Event& event);
+  // Nor does one of only white space, line breaks included: blank is one rule for every argument.
+  // expected-error@+1:29 {{idem::idempotent on 'Empties::spaced' needs a key: an expression over its parameters that names the attempt, for example key = "event.id"}}
+  [[idem::idempotent(key = " \t\n")]] void spaced(const Event& event);
 
   // An empty codec on a value-returning function is a missing codec, reported at the value.
   // expected-error@+1:49 {{'Empties::settle' returns 'Receipt', so a duplicate call must be given that value back: name a codec that encodes it, for example codec = "idem::json_codec"}}
