@@ -176,7 +176,7 @@ class engine {
   // throws; otherwise returns nullopt having done nothing, and the caller calls async_run. A
   // thread's active transaction is not looked at, as async_run does not look at it.
   [[nodiscard]] std::optional<raw_outcome> run_at_once(const context& ctx, function_ref<void()> action,
-                                                               function_ref<payload()> encode);
+                                                       function_ref<payload()> encode);
 
   friend void map_in_flight(const engine& eng, const context& ctx, const in_flight& answer);
 
@@ -184,8 +184,7 @@ class engine {
   store& backing_store() const noexcept { return store_; }
 
  private:
-  raw_outcome run(const context& ctx, function_ref<void()> action,
-                          function_ref<payload()> encode);
+  raw_outcome run(const context& ctx, function_ref<void()> action, function_ref<payload()> encode);
   void check_policy(const detail::policy_info& policy) const;
 
   store& store_;

@@ -45,13 +45,12 @@ engine::~engine() = default;
 
 const config& engine::settings() const noexcept { return core_->config_; }
 
-raw_outcome engine::run(const context& ctx, function_ref<void()> action,
-                                function_ref<payload()> encode) {
+raw_outcome engine::run(const context& ctx, function_ref<void()> action, function_ref<payload()> encode) {
   return core_->run(ctx, action, encode);
 }
 
 std::optional<raw_outcome> engine::run_at_once(const context& ctx, function_ref<void()> action,
-                                                       function_ref<payload()> encode) {
+                                               function_ref<payload()> encode) {
   return core_->run_at_once(ctx, action, encode);
 }
 

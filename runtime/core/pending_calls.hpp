@@ -1,17 +1,11 @@
-// runtime/core/pending_calls.hpp — what every store's asynchronous try_acquire needs beside its own
-// protocol: the calls not answered yet, so that a store being destroyed answers them, and the
-// installation of a caller's cancellation.
+// runtime/core/pending_calls.hpp — the asynchronous calls a store has not answered yet, so that a
+// store being destroyed answers them (detail::waiting_call registers and removes itself).
 #pragma once
 
-#include <chrono>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
 #include <utility>
-
-#include <idem/async.hpp>
-#include <idem/context.hpp>
 
 namespace idem::detail {
 
@@ -53,21 +47,5 @@ class pending_calls {
   std::unordered_set<std::shared_ptr<Call>> calls_;
   bool stopping_ = false;
 };
-
-// True when a call for `ctx` can be cancelled: it was given a cancellation and may wait.
-inline bool can_cancel(const cancellation* cancel, const context& ctx) noexcept {
-  return cancel != nullptr && ctx.wait > std::chrono::milliseconds(0);
-}
-
-// Installs `on_request` on `cancel` when the call can be cancelled. False when its cancellation
-// was requested already: the call then ends with operation_cancelled at once.
-template <class Call>
-[[nodiscard]] bool install_cancellation(cancellation* cancel, const context& ctx, const std::shared_ptr<Call>& call,
-                                        void (Call::*on_request)()) {
-  if (!can_cancel(cancel, ctx)) return true;
-  return cancel->install([weak = std::weak_ptr<Call>(call), on_request] {
-    if (auto self = weak.lock()) ((*self).*on_request)();
-  });
-}
 
 }  // namespace idem::detail

@@ -3,6 +3,7 @@
 // destroyed, while wake-ups (a notification, a timer, a late reply) race to give it.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -23,6 +24,11 @@ namespace idem::detail {
 // What a caller whose store is destroyed while it waits is answered: `store` ("sqlite_store")
 // names the store, the record renders as Scope/#xxxxxxxx.
 store_unavailable_error destroyed_while_waiting(std::string_view store, const identity& id);
+
+// True when a call for `ctx` can be cancelled: it was given a cancellation and may wait.
+inline bool can_cancel(const cancellation* cancel, const context& ctx) noexcept {
+  return cancel != nullptr && ctx.wait > std::chrono::milliseconds(0);
+}
 
 // idem::detail::waiting_call<Call>
 //
